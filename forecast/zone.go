@@ -1,0 +1,66 @@
+package forecast
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Zone is an Electricity Maps zone id such as "DE" or "US-CAL-CISO".
+type Zone string
+
+// ParseZone validates a zone id: 1 to 64 characters of A–Z, 0–9 and '-',
+// case-insensitive on input, upper-case on output.
+func ParseZone(s string) (Zone, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	if u == "" || len(u) > 64 {
+		return "", Errorf(EINVALID, "zone id %q must be 1 to 64 characters", s)
+	}
+	for _, r := range u {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return "", Errorf(EINVALID, "zone id %q may hold only letters, digits and '-'", s)
+		}
+	}
+	return Zone(u), nil
+}
+
+// Signal is the kind of grid carbon intensity.
+type Signal string
+
+// Signals: lifecycle (default) counts life-cycle emissions of the generation
+// mix, direct counts only combustion at the plant.
+const (
+	SignalLifecycle Signal = "lifecycle"
+	SignalDirect    Signal = "direct"
+)
+
+// Signals lists the supported signals.
+var Signals = [...]Signal{SignalLifecycle, SignalDirect}
+
+// ParseSignal parses a signal name; "" yields the default, lifecycle.
+func ParseSignal(s string) (Signal, error) {
+	switch Signal(strings.ToLower(strings.TrimSpace(s))) {
+	case "", SignalLifecycle:
+		return SignalLifecycle, nil
+	case SignalDirect:
+		return SignalDirect, nil
+	}
+	return "", Errorf(EINVALID, "signal %q is not one of lifecycle, direct", s)
+}
+
+// Source tells which step of the fallback chain produced a forecast.
+type Source string
+
+// The steps of the fallback chain, best first.
+const (
+	SourceZone        Source = "zone"
+	SourceGeneric     Source = "generic"
+	SourceBaseline    Source = "baseline"
+	SourceClimatology Source = "climatology"
+)
+
+func (s Source) String() string { return string(s) }
+
+// String implements fmt.Stringer.
+func (z Zone) String() string { return string(z) }
+
+var _ fmt.Stringer = Zone("")

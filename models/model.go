@@ -1,0 +1,31 @@
+// Package models holds carbongate's forecasting model families and the
+// interface they share. A Model maps the forecaster tensor contract of
+// ARCHITECTURE.md: L hours of history, oldest first, ending the hour before
+// start, plus the start time, to H hourly values.
+package models
+
+import (
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+)
+
+// Meta describes a trained model.
+type Meta struct {
+	Name     string          // registered model name, e.g. carbon-forecaster-DE
+	Family   string          // persistence, seasonal-naive, ridge, generic-ridge, ...
+	Zone     forecast.Zone   // the zone it was trained for; "" for a generic model
+	Signal   forecast.Signal // the signal it forecasts
+	Lookback int             // L: hours of history Predict needs
+	Horizon  int             // H: hours Predict returns
+}
+
+// Model is a trained forecaster. Predict is safe for concurrent use.
+type Model interface {
+	Meta() Meta
+	// Predict writes Horizon values into out (len(out) == Horizon) from
+	// history (len(history) == Lookback, oldest first, ending the hour before
+	// start; start is UTC and hour-aligned). It returns EINVALID for wrong
+	// lengths or non-finite history.
+	Predict(history []float64, start time.Time, out []float64) error
+}
