@@ -1,0 +1,66 @@
+# carbongate — build, run, test, benchmark.
+#   make run         build, train the bundled models if absent, start the gateway on :8080
+#   make test        everything the tests need, then every test
+#   make test-short  unit tests only
+#   make bench       the performance and accuracy figures
+
+SHELL      := /bin/bash
+GO         ?= go
+ADDR       ?= :8080
+PORT       := $(lastword $(subst :, ,$(ADDR)))
+BIN        := bin
+CACHE      := .cache
+# Trained models are cached per version of the model and data code.
+MODELS_KEY := $(shell cat $$(find models forecast -type f \( -name '*.go' -o -name '*.gz' \) -not -name '*_test.go' | LC_ALL=C sort) go.sum 2>/dev/null | sha256sum | cut -c1-12)
+MODELS     := $(CACHE)/models/$(MODELS_KEY)
+TRAIN_UNTIL ?= 2021-01-01T00:00:00Z
+REPLAY_START ?= 2021-06-01T00:00:00Z
+
+.PHONY: all build run test test-short vet fmt-check bench clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+$(MODELS)/.done:
+	@mkdir -p $(CACHE)/models
+	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --out $(MODELS).tmp
+	@rm -rf $(MODELS) && mv $(MODELS).tmp $(MODELS) && touch $@
+
+models: $(MODELS)/.done
+
+run: build $(MODELS)/.done
+	@echo
+	@echo "carbongate is starting on $(ADDR) (replay clock from $(REPLAY_START), models in $(MODELS))."
+	@echo "Ask it where and when to run a 3-hour job across DE, SE, PL and ES within 48 hours:"
+	@echo
+	@echo "  curl -s localhost:$(PORT)/v1/schedule -H 'Content-Type: application/json' \\"
+	@echo "    -d '{\"zones\":[\"DE\",\"SE\",\"PL\",\"ES\"],\"duration\":\"PT3H\",\"deadline\":\"2021-06-03T00:00:00Z\"}'"
+	@echo
+	@echo "Other endpoints: /v1/zones  /v1/forecast?zone=DE  /openapi.json  /metrics  /healthz"
+	@echo
+	exec $(BIN)/carbongate --addr $(ADDR) --models $(MODELS) --clock replay --replay-start $(REPLAY_START)
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+test: fmt-check vet
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-short: fmt-check vet
+	$(GO) test -count=1 -short ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -cpu 1 ./forecast/
+	$(GO) test -run '^$$' -bench . ./gateway/...
+	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
+	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
+
+clean:
+	rm -rf $(BIN) $(CACHE)
