@@ -29,3 +29,16 @@ type Model interface {
 	// lengths or non-finite history.
 	Predict(history []float64, start time.Time, out []float64) error
 }
+
+// TrainingInfo describes the data a model was fitted on.
+type TrainingInfo struct {
+	From    time.Time       // first observation used (inclusive)
+	Until   time.Time       // no observation at or after Until was used
+	Samples int             // training samples (issue hours)
+	Zones   []forecast.Zone // zones whose data was used
+}
+
+// Trained is implemented by models fitted on data; baselines do not have it.
+type Trained interface {
+	Training() TrainingInfo
+}

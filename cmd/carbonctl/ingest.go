@@ -1,11 +1,311 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing/fstest"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/dataset"
 )
 
-// runIngest is being written; see the foundation issue.
+const ingestUsage = `usage: carbonctl ingest --out DIR [--zone Z] [--max-gap H] [--check] FILE...
+
+Reads carbon-intensity CSV files (carbongate's layout or the Electricity Maps
+hourly export, plain or gzip), prints every issue as file:line, and writes each
+file normalised to DIR/<ZONE>/<name>.csv in carbongate's layout, so that DIR
+can be read with --data by train and evaluate. Files in one zone folder are
+consecutive periods read in name order. Nothing is written when any file, or
+the resulting zone folder, has an error.
+
+flags:
+`
+
+// ingested is one input file that passed the checks.
+type ingested struct {
+	src      string
+	table    *dataset.Table
+	warnings int
+	rel      string // output path relative to --out, slash-separated
+	data     []byte // the normalised CSV
+}
+
+// runIngest implements carbonctl ingest. Reading and validation live in
+// package dataset; this only names the outputs and writes them atomically.
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return usagef("ingest: not implemented yet")
+	fl := newFlags("ingest", stderr)
+	out := fl.String("out", "", "data directory to write into (created if missing)")
+	zoneFlag := fl.String("zone", "", "zone of the files (needed for carbongate-layout files not named <zone>.csv; must match an Electricity Maps file's Zone id)")
+	maxGap := fl.Int("max-gap", dataset.DefaultMaxGap, "longest gap in hours filled by linear interpolation (0 fills none)")
+	check := fl.Bool("check", false, "check only; write nothing")
+	fl.Usage = func() {
+		fmt.Fprint(fl.Output(), ingestUsage)
+		fl.PrintDefaults()
+	}
+	files, err := parseInterleaved(fl, args)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("ingest: --out is required")
+	}
+	if len(files) == 0 {
+		return usagef("ingest: no input files")
+	}
+	if *maxGap < 0 {
+		return usagef("ingest: --max-gap must be ≥ 0")
+	}
+	loader := dataset.Loader{MaxGap: *maxGap}
+	if *maxGap == 0 {
+		loader.MaxGap = -1 // dataset: negative fills none
+	}
+	if *zoneFlag != "" {
+		z, err := forecast.ParseZone(*zoneFlag)
+		if err != nil {
+			return usagef("ingest: --zone: %s", forecast.ErrorMessage(err))
+		}
+		loader.Zone = z
+	}
+
+	// Read and check every file before writing anything.
+	var done []*ingested
+	failed := 0
+	targets := map[string]string{} // output path -> source
+	for _, src := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t, issues, err := loader.LoadFile(src)
+		warnings := 0
+		for _, is := range issues {
+			fmt.Fprintln(stderr, is)
+			if is.Severity == dataset.SeverityWarning {
+				warnings++
+			}
+		}
+		if err != nil {
+			failed++
+			if len(issues) == 0 { // not a data error: say what it was
+				fmt.Fprintf(stderr, "%s: error: %v\n", src, err)
+			}
+			fmt.Fprintf(stdout, "%s: rejected (%d errors, %d warnings)\n", src, len(issues)-warnings, warnings)
+			continue
+		}
+		rel := path.Join(string(t.Zone), outputName(src))
+		if prev, dup := targets[rel]; dup {
+			return usagef("ingest: %s and %s would both be written to %s", prev, src, rel)
+		}
+		targets[rel] = src
+		var buf bytes.Buffer
+		if err := t.WriteCSV(&buf); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		done = append(done, &ingested{src: src, table: t, warnings: warnings, rel: rel, data: buf.Bytes()})
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d file(s) have errors (listed above); nothing written", failed, len(files))
+	}
+
+	// Check that each zone folder still loads with the new periods in it.
+	if err := checkZones(*out, done, loader.MaxGap, stderr); err != nil {
+		return err
+	}
+
+	for _, in := range done {
+		last := in.table.End().Add(-time.Hour)
+		fmt.Fprintf(stdout, "%s: zone %s, %d hours, %s..%s, %d warnings -> %s\n",
+			in.src, in.table.Zone, in.table.Len(), in.table.Start.Format(time.RFC3339), last.Format(time.RFC3339),
+			in.warnings, filepath.Join(*out, filepath.FromSlash(in.rel)))
+	}
+	if *check {
+		fmt.Fprintln(stdout, "check only: nothing written")
+		return nil
+	}
+	return writeAll(*out, done)
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// file arguments; everything after "--" is a file.
+func parseInterleaved(fl interface {
+	Parse([]string) error
+	Args() []string
+}, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("ingest: %v", err)
+		}
+		rest := fl.Args()
+		if len(rest) == 0 {
+			return files, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(files, rest...), nil
+		}
+		files = append(files, rest[0])
+		args = rest[1:]
+	}
+}
+
+// outputName is the file name of an input in its zone folder: the base
+// name with .csv and .gz removed, leading '.' and '_' (which the loader
+// skips) removed, and .csv added.
+func outputName(src string) string {
+	base := filepath.Base(src)
+	lower := strings.ToLower(base)
+	if strings.HasSuffix(lower, ".gz") {
+		base, lower = base[:len(base)-3], lower[:len(lower)-3]
+	}
+	if strings.HasSuffix(lower, ".csv") {
+		base = base[:len(base)-4]
+	}
+	base = strings.TrimLeft(base, "._")
+	if base == "" {
+		base = "data"
+	}
+	return base + ".csv"
+}
+
+// checkZones loads every zone touched by this ingest as it will be after
+// the write — its existing files in out plus the new ones — and fails when
+// the result would not load.
+func checkZones(out string, done []*ingested, maxGap int, stderr io.Writer) error {
+	view := fstest.MapFS{}
+	zones := map[forecast.Zone]bool{}
+	for _, in := range done {
+		zones[in.table.Zone] = true
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			continue
+		}
+		z, err := forecast.ParseZone(strings.TrimSuffix(strings.TrimSuffix(name, ".gz"), ".csv"))
+		if err != nil || !zones[z] {
+			continue
+		}
+		if !e.IsDir() {
+			if err := addFile(view, out, name); err != nil {
+				return err
+			}
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(out, name))
+		if err != nil {
+			return err
+		}
+		for _, f := range sub {
+			if !f.IsDir() {
+				if err := addFile(view, out, path.Join(name, f.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	source := map[string]string{} // new files name their input
+	for _, in := range done {
+		view[in.rel] = &fstest.MapFile{Data: in.data}
+		source[in.rel] = in.src
+	}
+	name := func(p string) string {
+		if src, ok := source[p]; ok {
+			return src
+		}
+		return filepath.Join(out, filepath.FromSlash(p))
+	}
+	_, issues, err := dataset.Loader{MaxGap: maxGap, Name: name}.LoadFS(view, ".")
+	if err == nil {
+		return nil
+	}
+	if len(issues) == 0 {
+		return err
+	}
+	fmt.Fprintf(stderr, "checking %s with the new files in place:\n", out)
+	for _, is := range issues {
+		if is.Severity == dataset.SeverityError {
+			fmt.Fprintln(stderr, is)
+		}
+	}
+	return fmt.Errorf("the zone folders in %s would not load with the new files (errors listed above); nothing written", out)
+}
+
+func addFile(view fstest.MapFS, out, rel string) error {
+	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(rel)))
+	if err != nil {
+		return err
+	}
+	view[rel] = &fstest.MapFile{Data: b}
+	return nil
+}
+
+// writeAll writes every file to a temporary file in its zone folder (whose
+// dot-name the loader skips), then renames them into place.
+func writeAll(out string, done []*ingested) error {
+	type staged struct{ tmp, final string }
+	var ok []staged
+	cleanup := func() {
+		for _, s := range ok {
+			os.Remove(s.tmp)
+		}
+	}
+	for _, in := range done {
+		final := filepath.Join(out, filepath.FromSlash(in.rel))
+		tmp, err := writeTemp(filepath.Dir(final), in.data)
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("%s: %w; nothing written", in.src, err)
+		}
+		ok = append(ok, staged{tmp, final})
+	}
+	for i, s := range ok {
+		if err := os.Rename(s.tmp, s.final); err != nil {
+			for _, r := range ok[i:] {
+				os.Remove(r.tmp)
+			}
+			return fmt.Errorf("renaming into %s: %w (%d of %d files were written)", s.final, err, i, len(ok))
+		}
+	}
+	return nil
+}
+
+func writeTemp(dir string, data []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".ingest-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return "", werr
+	}
+	return f.Name(), nil
 }
