@@ -1,0 +1,604 @@
+package forecast
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"time"
+)
+
+// TieTolerance is the relative difference below which two mean intensities
+// count as equal in Search: a and b are equal when
+// |a−b| ≤ TieTolerance·max(|a|, |b|). It absorbs the rounding of prefix sums,
+// so that windows whose exact means are equal are ordered by start and zone
+// id, never by floating-point noise. Being relative, it assumes the values
+// of a series do not cancel out: carbon intensities are ≥ 0 (series of
+// mixed sign work, but a mean near zero may then carry more rounding than
+// the tolerance).
+const TieTolerance = 1e-9
+
+// MaxSlots bounds the number of candidate start times one Search considers.
+// A Step so small that the candidate starts between the earliest start and
+// the end of the forecasts (or the deadline) would exceed it is rejected with
+// EINVALID, so that a request cannot make the search allocate without bound.
+const MaxSlots = 1 << 20
+
+// Query describes the job to place.
+type Query struct {
+	Duration      time.Duration // > 0, any length (not only whole hours)
+	EarliestStart time.Time     // the job may not start before this
+	Deadline      time.Time     // the job must FINISH by this; zero = no deadline (limited by the forecast end)
+	Step          time.Duration // > 0; candidate starts are EarliestStart itself and every later multiple of Step since the Unix epoch
+}
+
+// Candidate is a zone the job may run in, with its hourly forecast.
+type Candidate struct {
+	Zone   Zone
+	Series Series // hourly forecast of that zone
+}
+
+// Window is a placement of the job: it runs in Zone over [Start, End).
+// Mean is the time-weighted mean intensity of the zone's series over
+// [Start, End), partial hours at both ends weighted by their overlap.
+type Window struct {
+	Zone       Zone
+	Start, End time.Time
+	Mean       float64
+}
+
+// ZoneReason says why a zone has no feasible window.
+type ZoneReason struct {
+	Zone   Zone
+	Reason string
+}
+
+// Result is the outcome of Search.
+type Result struct {
+	Best       Window       // PerZone[0]
+	PerZone    []Window     // best window of each zone that has a feasible one, ordered best first: (Mean, Start, Zone)
+	Infeasible []ZoneReason // zones with no feasible window and why, ordered by zone id
+}
+
+// Search finds the window of q.Duration with the lowest time-weighted mean
+// intensity across the candidate zones and start times, and the best window
+// of each zone.
+//
+// Series values are piecewise constant over their hours: Values[i] holds over
+// [Start+i h, Start+(i+1) h). A window [s, s+Duration) of a zone is feasible
+// when it lies entirely inside [Series.Start, Series.End()), s is a candidate
+// start (q.EarliestStart itself, or a multiple of q.Step since the Unix epoch
+// after it), and s+Duration ≤ q.Deadline when a deadline is set. A window that
+// overlaps (by any positive length) an hour whose value is not finite (NaN,
+// ±Inf: missing data) is not feasible; the zone's other windows still are.
+//
+// Ties are broken deterministically and independently of the order of cands:
+// within a zone, the chosen window is the earliest start among the windows
+// whose mean equals (within TieTolerance) the zone's lowest mean. PerZone is
+// ordered by mean; starting from the lowest, the windows whose means equal it
+// within TieTolerance form a group ordered by start, then zone id (string
+// order); the next group starts at the lowest remaining mean, and so on.
+// Best is PerZone[0]. Times in the result are in UTC.
+//
+// Errors are *Error values with Field set:
+//   - EINVALID "duration" when q.Duration ≤ 0, "step" when q.Step ≤ 0 or
+//     yields more than MaxSlots candidate starts, "zones" when cands is empty,
+//     holds an empty zone id or the same zone twice;
+//   - EINFEASIBLE "deadline" when q.Deadline is before
+//     q.EarliestStart+q.Duration, "duration" when the duration is longer than
+//     every forecast, "zones" when no zone has a feasible window: the message
+//     gives the reasons, and the returned Result still lists them in
+//     Infeasible.
+//
+// Search takes O(candidate starts + zones × forecast hours) time, within
+// O(zones × candidate starts): the candidate starts are laid out once per
+// call; per zone, prefix sums of the hourly values give any window's mean in
+// O(1), and since the mean is affine in the start between hour boundaries,
+// about one window per hour is evaluated, plus a few inside the winning hour
+// to break ties. It allocates per call, not per zone or candidate start, and
+// does not modify cands.
+func Search(q Query, cands []Candidate) (Result, error) {
+	if q.Duration <= 0 {
+		return Result{}, FieldErrorf(EINVALID, "duration", "duration must be positive, got %v", q.Duration)
+	}
+	if q.Step <= 0 {
+		return Result{}, FieldErrorf(EINVALID, "step", "step must be positive, got %v", q.Step)
+	}
+	if len(cands) == 0 {
+		return Result{}, FieldErrorf(EINVALID, "zones", "no candidate zones")
+	}
+	order := make([]int32, len(cands))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(string(cands[a].Zone), string(cands[b].Zone)) })
+	for i, c := range order {
+		z := cands[c].Zone
+		if z == "" {
+			return Result{}, FieldErrorf(EINVALID, "zones", "empty zone id")
+		}
+		if i > 0 && cands[order[i-1]].Zone == z {
+			return Result{}, FieldErrorf(EINVALID, "zones", "zone %s is listed twice", z)
+		}
+	}
+	d := q.Duration
+	if !q.Deadline.IsZero() && q.Deadline.Before(q.EarliestStart.Add(d)) {
+		return Result{}, FieldErrorf(EINFEASIBLE, "deadline",
+			"deadline %s is before earliest start %s + duration %v = %s",
+			stamp(q.Deadline), stamp(q.EarliestStart), d, stamp(q.EarliestStart.Add(d)))
+	}
+
+	// The span of the data: candidate starts before every series or windows
+	// past every series' end are feasible nowhere.
+	var longest int
+	var minStart, maxEnd time.Time
+	for _, c := range cands {
+		s := c.Series
+		if len(s.Values) == 0 || len(s.Values) > maxHours {
+			continue
+		}
+		if longest == 0 || s.Start.Before(minStart) {
+			minStart = s.Start
+		}
+		if longest == 0 || s.End().After(maxEnd) {
+			maxEnd = s.End()
+		}
+		longest = max(longest, len(s.Values))
+	}
+	if longest > 0 && longest < ceilHours(d) {
+		return Result{}, FieldErrorf(EINFEASIBLE, "duration",
+			"duration %v is longer than every forecast (the longest covers %v)", d, time.Duration(longest)*Hour)
+	}
+
+	sr := searcher{q: q, dh: float64(d) / float64(Hour)}
+	if longest > 0 {
+		if err := sr.plan(minStart, maxEnd); err != nil {
+			return Result{}, err
+		}
+	}
+	var res Result
+	picks := make([]pick, 0, len(order))
+	for rank, c := range order {
+		p, reason := sr.zone(cands[c])
+		if reason != "" {
+			res.Infeasible = append(res.Infeasible, ZoneReason{Zone: cands[c].Zone, Reason: reason})
+			continue
+		}
+		p.rank = int32(rank)
+		picks = append(picks, p)
+	}
+	if len(picks) == 0 {
+		return res, FieldErrorf(EINFEASIBLE, "zones", "no zone has a feasible window: %s", reasons(res.Infeasible))
+	}
+	orderPicks(picks)
+	res.PerZone = make([]Window, len(picks))
+	for i, p := range picks {
+		start := sr.first.Add(sr.offs[p.slot])
+		res.PerZone[i] = Window{Zone: cands[order[p.rank]].Zone, Start: start, End: start.Add(d), Mean: p.mean}
+	}
+	res.Best = res.PerZone[0]
+	return res, nil
+}
+
+// pick is the best window of a zone: its mean, its start (an index into the
+// candidate starts, so that start order is slot order) and the zone's rank
+// in zone id order.
+type pick struct {
+	mean       float64
+	slot, rank int32
+}
+
+// MeanOver returns the time-weighted mean of s over [start, start+d), partial
+// hours weighted by their overlap. Errors: EINVALID "duration" when d ≤ 0;
+// EINFEASIBLE when s does not cover the whole interval ("earliest_start" when
+// it begins before s, "duration" when it ends after s) or when an hour it
+// overlaps is not finite (missing data).
+func MeanOver(s Series, start time.Time, d time.Duration) (float64, error) {
+	if d <= 0 {
+		return 0, FieldErrorf(EINVALID, "duration", "duration must be positive, got %v", d)
+	}
+	end := start.Add(d)
+	if start.Before(s.Start) || end.After(s.End()) {
+		field := "duration"
+		if start.Before(s.Start) {
+			field = "earliest_start"
+		}
+		return 0, FieldErrorf(EINFEASIBLE, field, "forecast covers [%s, %s), not [%s, %s)",
+			stamp(s.Start), stamp(s.End()), stamp(start), stamp(end))
+	}
+	lo := start.Sub(s.Start)
+	hi := lo + d
+	sum := 0.0
+	for t := lo; t < hi; {
+		h := t / Hour
+		next := min((h+1)*Hour, hi)
+		v := s.Values[h]
+		if v-v != 0 { // NaN or ±Inf
+			return 0, FieldErrorf(EINFEASIBLE, "earliest_start", "forecast hour %s is missing",
+				stamp(s.Start.Add(h*Hour)))
+		}
+		sum += v * float64(next-t)
+		t = next
+	}
+	return sum / float64(d), nil
+}
+
+// slot is one candidate start, located on the hour grid of a phase: the
+// window [start, start+D) begins in grid hour ks and ends in grid hour ke
+// (exclusive end; kce is one past the last hour it overlaps: ke, or ke+1 when
+// the end is not on the hour). Its integral, in value·hours, is
+//
+//	wa·v[ks] + (p[ke] − p[kp]) + wb·v[ke]
+//
+// where wa is the part of hour ks it covers and wb that of hour ke; kp =
+// ks+1 skips the first hour in the prefix sums. A window inside one hour has
+// ks = kp = ke, wa = D in hours, wb = 0. Summing the partial hours apart from
+// the prefix sums (rather than subtracting two integrals from the series
+// start) keeps short windows exact: no cancellation.
+type slot struct {
+	wa, wb          float64
+	ks, kp, ke, kce int32
+}
+
+// cell is one grid hour of a zone: p integrates the zone's values (in
+// value·hours) from the zone's first used hour to the start of this hour, v is
+// this hour's value (0 when missing, so that products with fraction 0 stay 0).
+type cell struct{ p, v float64 }
+
+// run is a maximal range [first, last] of consecutive slots that start in the
+// same hour ks and end in the same hour ke. Over a run the integral is affine
+// in the start time, with slope v[ke] − v[ks] per hour (0 when ks = ke), so
+// its lowest value is at one end, and the slots tied with it form a prefix or
+// a suffix of the run. That lets a zone's search look at one slot per run
+// (about one per hour) instead of every slot. All slots of a run overlap hours
+// ks to kce−1, except that the first may end exactly at the start of hour ke
+// and overlap only ks to kce0−1 = ke−1: with a missing hour ke, it alone is
+// feasible. ends holds the weights of the first and last slot, and kp the
+// prefix-sum hour of every slot, so that the search reads no slot for runs
+// that lie wholly inside a zone's range.
+type run struct {
+	first, last, ks, kp, ke, kce, kce0 int32
+	ends                               [2]struct{ wa, wb float64 }
+}
+
+// phase holds the slots of the zones whose hours start at the same offset
+// within the hour (normally all of them: Series.Start is hour-aligned).
+type phase struct {
+	g0    time.Duration // first is g0 after this phase's grid origin (0 ≤ g0 < 1h)
+	slots []slot
+	runs  []run
+}
+
+// searcher holds what one Search shares between zones.
+type searcher struct {
+	q      Query
+	dh     float64         // duration in hours
+	first  time.Time       // first candidate start, UTC
+	offs   []time.Duration // candidate starts, as offsets from first; ascending
+	phases []phase
+	cells  []cell    // scratch: one zone's grid hours
+	bad    []int32   // scratch: missing hours before each grid hour
+	lows   []float64 // scratch: lowest integral of each run
+}
+
+// plan lists the candidate starts that may fit inside [minStart, maxEnd) and
+// before the deadline.
+func (sr *searcher) plan(minStart, maxEnd time.Time) error {
+	q := sr.q
+	step := q.Step
+	first, gap := q.EarliestStart.UTC(), step-epochRem(q.EarliestStart, step)
+	if minStart.After(q.EarliestStart) {
+		// EarliestStart precedes every series: start at the first multiple
+		// of step inside the data.
+		first = minStart.UTC()
+		if r := epochRem(first, step); r != 0 {
+			first = first.Add(step - r)
+		}
+		gap = step
+	}
+	last := maxEnd
+	if !q.Deadline.IsZero() && q.Deadline.Before(last) {
+		last = q.Deadline
+	}
+	span := last.Add(-q.Duration).Sub(first) // latest start, as an offset from first
+	if span < 0 {
+		return nil
+	}
+	n := int64(1)
+	if span >= gap {
+		n += 1 + int64((span-gap)/step)
+	}
+	if n > MaxSlots {
+		return FieldErrorf(EINVALID, "step", "step %v yields %d candidate starts between %s and %s; at most %d",
+			step, n, stamp(first), stamp(last.Add(-q.Duration)), MaxSlots)
+	}
+	sr.first = first
+	sr.offs = make([]time.Duration, n)
+	for i := int64(1); i < n; i++ {
+		sr.offs[i] = gap + time.Duration(i-1)*step
+	}
+	return nil
+}
+
+// phase returns the slots and runs of the phase whose grid origin is g0
+// before first.
+func (sr *searcher) phase(g0 time.Duration) *phase {
+	for i := range sr.phases {
+		if sr.phases[i].g0 == g0 {
+			return &sr.phases[i]
+		}
+	}
+	sl := make([]slot, len(sr.offs))
+	d := sr.q.Duration
+	for i, o := range sr.offs {
+		s := o + g0
+		e := s + d
+		ks, ke, kce := s/Hour, e/Hour, (e+Hour-1)/Hour
+		if ks == ke {
+			sl[i] = slot{wa: sr.dh, ks: int32(ks), kp: int32(ks), ke: int32(ke), kce: int32(kce)}
+			continue
+		}
+		sl[i] = slot{
+			wa: float64((ks+1)*Hour-s) / float64(Hour), wb: float64(e%Hour) / float64(Hour),
+			ks: int32(ks), kp: int32(ks + 1), ke: int32(ke), kce: int32(kce),
+		}
+	}
+	var runs []run
+	for i := range sl {
+		s := &sl[i]
+		if r := len(runs) - 1; r >= 0 && runs[r].ks == s.ks && runs[r].ke == s.ke {
+			runs[r].last, runs[r].kce = int32(i), s.kce
+			runs[r].ends[1].wa, runs[r].ends[1].wb = s.wa, s.wb
+			continue
+		}
+		ru := run{first: int32(i), last: int32(i), ks: s.ks, kp: s.kp, ke: s.ke, kce: s.kce, kce0: s.kce}
+		ru.ends[0].wa, ru.ends[0].wb = s.wa, s.wb
+		ru.ends[1] = ru.ends[0]
+		runs = append(runs, ru)
+	}
+	sr.phases = append(sr.phases, phase{g0: g0, slots: sl, runs: runs})
+	return &sr.phases[len(sr.phases)-1]
+}
+
+// zone returns the best window of c, or why it has none.
+func (sr *searcher) zone(c Candidate) (pick, string) {
+	q, s := sr.q, c.Series
+	n := len(s.Values)
+	if n == 0 {
+		return pick{}, "no forecast data"
+	}
+	if n > maxHours {
+		return pick{}, "forecast longer than a time.Duration can span"
+	}
+	if n < ceilHours(q.Duration) {
+		return pick{}, fmt.Sprintf("forecast covers only %v, less than the duration %v", time.Duration(n)*Hour, q.Duration)
+	}
+	limit := s.End()
+	if !q.Deadline.IsZero() && q.Deadline.Before(limit) {
+		limit = q.Deadline
+	}
+	// Candidate starts in [s.Start, limit-D].
+	lo, _ := slices.BinarySearch(sr.offs, s.Start.Sub(sr.first))
+	hi := len(sr.offs)
+	if latest := limit.Add(-q.Duration).Sub(sr.first); latest < math.MaxInt64 {
+		hi, _ = slices.BinarySearch(sr.offs, latest+1)
+	}
+	if lo >= hi {
+		return pick{}, sr.noStart(s, limit)
+	}
+
+	// The zone's hour grid: origin g0 before first, with s.Start on it.
+	off := s.Start.Sub(sr.first)
+	g0 := floorMod(-off, Hour)
+	ph := sr.phase(g0)
+	sl := ph.slots
+	dz := int((off + g0) / Hour) // grid hour of s.Values[0]
+	base, top := int(sl[lo].ks), int(sl[hi-1].kce)
+	if len(sr.cells) <= top {
+		sr.cells = make([]cell, top+1+top/4)
+		sr.bad = make([]int32, len(sr.cells))
+	}
+	cells, bad := sr.cells[:top+1], sr.bad[:top+1]
+	sum, missing := 0.0, int32(0)
+	for k, x := range s.Values[base-dz : top-dz] {
+		bad[base+k] = missing
+		if x-x != 0 { // NaN or ±Inf: missing
+			x = 0
+			missing++
+		}
+		cells[base+k] = cell{sum, x}
+		sum += x
+	}
+	cells[top], bad[top] = cell{sum, 0}, missing
+
+	if len(sr.lows) < len(ph.runs) {
+		sr.lows = make([]float64, len(ph.runs))
+	}
+	j := bestSlot(sl, ph.runs, lo, hi, cells, bad, sr.lows)
+	if j < 0 {
+		return pick{}, "every window that fits touches missing (NaN) forecast hours"
+	}
+	return pick{mean: integral(&sl[j], cells) / sr.dh, slot: int32(j)}, ""
+}
+
+// integral returns the integral (value·hours) of the zone over the window of
+// slot s.
+func integral(s *slot, cells []cell) float64 {
+	b := cells[s.ke]
+	return s.wa*cells[s.ks].v + (b.p - cells[s.kp].p) + s.wb*b.v
+}
+
+// bestSlot returns the earliest of the slots lo ≤ j < hi whose integral equals
+// the lowest one within TieTolerance, skipping slots that overlap a missing
+// hour, or -1 when every slot does. It visits the runs (see run) that cover
+// the slots: first for the lowest value of each, at one end, then for the
+// earliest run with a tied slot, and the earliest tied slot in it. lows is
+// scratch space for one value per run.
+func bestSlot(sl []slot, runs []run, lo, hi int, cells []cell, bad []int32, lows []float64) int {
+	r0, _ := slices.BinarySearchFunc(runs, int32(lo), func(r run, lo int32) int { return cmp.Compare(r.last, lo) })
+	r1, _ := slices.BinarySearchFunc(runs, int32(hi), func(r run, hi int32) int { return cmp.Compare(r.first, hi) })
+	runs, lows = runs[r0:r1], lows[:r1-r0]
+	n := len(runs)
+	top := sl[hi-1].kce
+	lows[0] = runLow(&runs[0], sl, lo, hi, top, cells, bad)
+	lows[n-1] = runLow(&runs[n-1], sl, lo, hi, top, cells, bad)
+	m := min(lows[0], lows[n-1])
+	// The runs between the first and the last lie wholly inside [lo, hi).
+	for r := 1; r < n-1; r++ {
+		ru := &runs[r]
+		var v float64
+		if cs, ce := cells[ru.ks], cells[ru.ke]; bad[ru.kce] == bad[ru.ks] {
+			// Lowest at the first slot, or at the last when the run
+			// decreases (chosen by the sign bit, not a branch: the slope is
+			// random). Same arithmetic as integral.
+			w := &ru.ends[math.Float64bits(ce.v-cs.v)>>63]
+			v = w.wa*cs.v + (ce.p - cells[ru.kp].p) + w.wb*ce.v
+		} else {
+			v = runLow(ru, sl, lo, hi, top, cells, bad)
+		}
+		lows[r] = v
+		m = min(m, v)
+	}
+	if math.IsInf(m, 1) {
+		return -1
+	}
+	// The earliest tied slot is in the first run whose lowest value ties.
+	bound := tieBound(m)
+	r := 0
+	for lows[r] > bound {
+		r++
+	}
+	ru := &runs[r]
+	a, b := max(int(ru.first), lo), min(int(ru.last), hi-1)
+	if bad[min(ru.kce, top)] != bad[ru.ks] {
+		return a // the only feasible slot of the run
+	}
+	for j := a; j < b; j++ {
+		if integral(&sl[j], cells) <= bound {
+			return j
+		}
+	}
+	return b
+}
+
+// runLow returns the lowest integral over the feasible slots of ru in
+// [lo, hi), or +Inf when there are none; top is the kce of slot hi−1.
+func runLow(ru *run, sl []slot, lo, hi int, top int32, cells []cell, bad []int32) float64 {
+	first, last := max(int(ru.first), lo), min(int(ru.last), hi-1)
+	if b := bad[ru.ks]; bad[min(ru.kce, top)] != b {
+		// Some slot overlaps a missing hour: at most the first is feasible.
+		if int(ru.first) < lo || bad[ru.kce0] != b {
+			return math.Inf(1)
+		}
+		last = first
+	}
+	if cells[ru.ke].v < cells[ru.ks].v {
+		return integral(&sl[last], cells)
+	}
+	return integral(&sl[first], cells)
+}
+
+// tieBound returns the highest value that equals m within TieTolerance when
+// m is the lowest: w ≤ tieBound(m) ⇔ w−m ≤ TieTolerance·max(|w|, |m|) for
+// w ≥ m.
+func tieBound(m float64) float64 {
+	if m < 0 {
+		return m * (1 - TieTolerance)
+	}
+	return m / (1 - TieTolerance)
+}
+
+// tied reports whether w ≥ m equals m within TieTolerance.
+func tied(w, m float64) bool { return w <= tieBound(m) }
+
+// orderPicks sorts ps by mean, groups the picks whose means are tied with the
+// lowest mean of the group, and orders each group by start, then zone id.
+func orderPicks(ps []pick) {
+	slices.SortFunc(ps, func(a, b pick) int {
+		return cmp.Or(cmp.Compare(a.mean, b.mean), cmp.Compare(a.slot, b.slot), cmp.Compare(a.rank, b.rank))
+	})
+	for i := 0; i < len(ps); {
+		j := i + 1
+		for j < len(ps) && tied(ps[j].mean, ps[i].mean) {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(ps[i:j], func(a, b pick) int {
+				return cmp.Or(cmp.Compare(a.slot, b.slot), cmp.Compare(a.rank, b.rank))
+			})
+		}
+		i = j
+	}
+}
+
+// noStart explains why no candidate start of a zone whose series is s fits
+// before limit.
+func (sr *searcher) noStart(s Series, limit time.Time) string {
+	q := sr.q
+	from := s.Start
+	if q.EarliestStart.After(from) {
+		from = q.EarliestStart
+	}
+	what := "forecast end"
+	if limit.Before(s.End()) {
+		what = "deadline"
+	}
+	if room := limit.Sub(from); room < q.Duration {
+		if room < 0 {
+			room = 0
+		}
+		return fmt.Sprintf("only %v between %s and the %s %s, less than the duration %v",
+			room, stamp(from), what, stamp(limit), q.Duration)
+	}
+	return fmt.Sprintf("no candidate start (earliest start %s, then every multiple of %v) lets a %v window fit between %s and the %s %s",
+		stamp(q.EarliestStart), q.Step, q.Duration, stamp(from), what, stamp(limit))
+}
+
+// reasons joins the first few reasons of rs into one message.
+func reasons(rs []ZoneReason) string {
+	const most = 5
+	var b strings.Builder
+	for i, r := range rs {
+		if i == most {
+			fmt.Fprintf(&b, "; and %d more zones", len(rs)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", r.Zone, r.Reason)
+	}
+	return b.String()
+}
+
+// epochRem returns the non-negative remainder of t's time since the Unix
+// epoch divided by step, exactly for any t (no int64 nanosecond overflow).
+func epochRem(t time.Time, step time.Duration) time.Duration {
+	m := uint64(step)
+	sec := uint64(floorMod(t.Unix(), int64(step)))
+	hi, lo := bits.Mul64(sec, 1e9%m)
+	r := bits.Rem64(hi, lo, m)
+	r = (r + uint64(t.Nanosecond())%m) % m
+	return time.Duration(r)
+}
+
+// maxHours is the most hours a Series can hold for Series.End to be right.
+const maxHours = int(math.MaxInt64 / int64(Hour))
+
+// ceilHours returns the number of hours d overlaps when it starts on the
+// hour.
+func ceilHours(d time.Duration) int { return int(d/Hour) + int((d%Hour+Hour-1)/Hour) }
+
+// floorMod returns a mod m in [0, m) for m > 0.
+func floorMod[T ~int64](a, m T) T {
+	r := a % m
+	if r < 0 {
+		r += m
+	}
+	return r
+}
+
+// stamp formats t for messages.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
