@@ -1,0 +1,292 @@
+// Command carbongate is the carbon-aware scheduling gateway. The embedded
+// default needs no services: bundled data, the cloud region table, trained
+// model directories (optional) and a replay clock.
+//
+//	carbongate --addr :8080 --models DIR --clock replay --replay-start 2021-06-01T00:00:00Z
+//
+// On SIGTERM or SIGINT it drains: /readyz fails, it waits --drain-delay for
+// load balancers to notice, then shuts the HTTP server down within
+// --shutdown-timeout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/dataset"
+	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	"github.com/carbongate/carbongate/forecast/regions"
+	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/embedded"
+	"github.com/carbongate/carbongate/gateway/httpapi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "carbongate:", err)
+		os.Exit(2)
+	}
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "carbongate:", err)
+		os.Exit(1)
+	}
+	var code int
+	select {
+	case <-ctx.Done():
+	case err := <-m.Done():
+		m.Logger.Error("server stopped", "error", err)
+		code = 1
+	}
+	stop()
+	if err := m.Close(); err != nil {
+		m.Logger.Error("shutdown", "error", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Main is the carbongate program: ParseFlags, then Run (which returns once
+// the server listens), then Close (which drains and shuts down).
+type Main struct {
+	Addr            string
+	ModelsDir       string
+	DataDir         string // "": the bundled data
+	Clock           string
+	ReplayStart     time.Time
+	Step            time.Duration
+	Horizon         time.Duration
+	DrainDelay      time.Duration
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+	AccessLog       bool
+	Stderr          io.Writer // logs; default os.Stderr
+
+	Logger *slog.Logger
+
+	ln        net.Listener
+	srv       *http.Server
+	api       *httpapi.Server
+	gw        *embedded.Gateway
+	warm      context.CancelFunc
+	wg        sync.WaitGroup
+	ready     atomic.Bool
+	done      chan error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewMain returns a Main with the documented defaults.
+func NewMain() *Main {
+	return &Main{
+		Addr:            ":8080",
+		Clock:           clock.ModeReplay,
+		ReplayStart:     time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC),
+		Step:            gateway.DefaultStep,
+		Horizon:         gateway.DefaultHorizon,
+		DrainDelay:      5 * time.Second,
+		ShutdownTimeout: 10 * time.Second,
+		LogLevel:        slog.LevelInfo,
+		AccessLog:       true,
+		Stderr:          os.Stderr,
+		done:            make(chan error, 1),
+	}
+}
+
+// ParseFlags reads the command line into m.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("carbongate", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address")
+	fs.StringVar(&m.ModelsDir, "models", m.ModelsDir, "trained model directories (<signal>/<ZONE>/, <signal>/generic/); absent: baseline and climatology only")
+	fs.StringVar(&m.DataDir, "data", m.DataDir, "carbon-intensity data directory (<zone>.csv files or <zone>/ folders); default: the bundled data")
+	fs.StringVar(&m.Clock, "clock", m.Clock, "clock: system or replay")
+	replay := fs.String("replay-start", m.ReplayStart.Format(time.RFC3339), "replay clock start (RFC 3339)")
+	fs.DurationVar(&m.Step, "step", m.Step, "default spacing of candidate start times (at least 1m)")
+	fs.DurationVar(&m.Horizon, "horizon", m.Horizon, "forecast horizon (whole hours)")
+	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "on SIGTERM, how long /readyz fails before the server shuts down")
+	fs.DurationVar(&m.ShutdownTimeout, "shutdown-timeout", m.ShutdownTimeout, "how long in-flight requests may take to finish at shutdown")
+	level := fs.String("log-level", m.LogLevel.String(), "log level: debug, info, warn or error")
+	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every request")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	t, err := time.Parse(time.RFC3339, *replay)
+	if err != nil {
+		return fmt.Errorf("--replay-start %q is not an RFC 3339 time", *replay)
+	}
+	m.ReplayStart = t.UTC()
+	if err := m.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level %q: %w", *level, err)
+	}
+	return nil
+}
+
+// Run loads data and models, listens on Addr and starts serving, then
+// returns: a bind error surfaces here. Forecasts are warmed in the
+// background; /readyz fails until they are.
+func (m *Main) Run(ctx context.Context) (err error) {
+	if m.Stderr == nil {
+		m.Stderr = os.Stderr
+	}
+	if m.done == nil {
+		m.done = make(chan error, 1)
+	}
+	m.Logger = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: m.LogLevel}))
+	clk, err := clock.Parse(m.Clock, m.ReplayStart)
+	if err != nil {
+		return err
+	}
+	tables, err := m.loadData()
+	if err != nil {
+		return err
+	}
+	regs, err := regions.Default()
+	if err != nil {
+		return fmt.Errorf("region table: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if m.ModelsDir == "" {
+		m.Logger.Warn("no --models directory; serving with the baseline and climatology only")
+	}
+	m.gw, err = embedded.New(embedded.Config{
+		Tables: tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
+		Horizon: m.Horizon, Step: m.Step, Registerer: reg, Logger: m.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.gw.Close()
+		}
+	}()
+	m.api, err = httpapi.New(httpapi.Config{
+		Service: m.gw.Service, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
+		Ready: func() error {
+			if !m.ready.Load() {
+				return forecast.Errorf(forecast.EUNAVAILABLE, "warming the forecast cache")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	m.ln, err = net.Listen("tcp", m.Addr)
+	if err != nil {
+		return err
+	}
+	m.srv = m.api.HTTPServer()
+	m.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.done <- err
+		}
+	}()
+	m.gw.Start()
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.warm = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t0 := time.Now()
+		if err := m.gw.Warm(wctx); err != nil && wctx.Err() == nil {
+			m.Logger.Warn("warming forecasts", "error", err)
+		}
+		m.ready.Store(true)
+		m.Logger.Info("forecasts warm", "zones", len(m.gw.DataZones()), "elapsed_ms", time.Since(t0).Milliseconds())
+	}()
+	zm, gm := m.gw.Models()
+	now := clk.Now()
+	m.Logger.Info("carbongate listening", "addr", m.ln.Addr().String(), "clock", clk.Mode(), "now", now.Format(time.RFC3339),
+		"zones_with_data", len(tables), "zone_models", zm, "generic_models", gm, "horizon", m.Horizon.String())
+	return nil
+}
+
+func (m *Main) loadData() (map[forecast.Zone]*dataset.Table, error) {
+	if m.DataDir == "" {
+		return bundled.Load()
+	}
+	tables, issues, err := dataset.LoadDir(m.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(issues) > 0 {
+		m.Logger.Warn("data loaded with repairs", "issues", len(issues), "first", issues[0].String())
+	}
+	return tables, nil
+}
+
+// URL returns the base URL the server listens on (after Run).
+func (m *Main) URL() string {
+	addr := m.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+}
+
+// Ready reports whether the forecasts are warm.
+func (m *Main) Ready() bool { return m.ready.Load() }
+
+// Done reports a server that stopped on its own with the error.
+func (m *Main) Done() <-chan error { return m.done }
+
+// Close drains and shuts down: /readyz fails, Close waits DrainDelay
+// (requests are still served), then shuts the server down, waiting at most
+// ShutdownTimeout for in-flight requests, and stops the forecast cache.
+// Calling Close again returns the first result.
+func (m *Main) Close() error {
+	m.closeOnce.Do(func() {
+		if m.srv == nil {
+			if m.gw != nil {
+				m.gw.Close()
+			}
+			return
+		}
+		m.api.Drain()
+		m.Logger.Info("draining", "delay", m.DrainDelay.String())
+		time.Sleep(m.DrainDelay)
+		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
+		defer cancel()
+		if err := m.srv.Shutdown(ctx); err != nil {
+			m.closeErr = fmt.Errorf("shutdown: %w", err)
+			m.srv.Close()
+		}
+		m.warm()
+		m.gw.Close()
+		m.wg.Wait()
+		m.Logger.Info("stopped")
+	})
+	return m.closeErr
+}

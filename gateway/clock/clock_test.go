@@ -1,0 +1,59 @@
+package clock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	wall := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	now := wall
+	start := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	r, err := NewReplay(start, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Now(), start; !got.Equal(want) {
+		t.Fatalf("Now=%v, want %v", got, want)
+	}
+	now = now.Add(90 * time.Minute)
+	if got, want := r.Now(), start.Add(90*time.Minute); !got.Equal(want) {
+		t.Fatalf("Now=%v, want %v", got, want)
+	}
+	if got, want := r.Mode(), ModeReplay; got != want {
+		t.Fatalf("Mode=%q, want %q", got, want)
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, mode string
+		want       string
+		wantErr    bool
+	}{
+		{name: "system", mode: "system", want: ModeSystem},
+		{name: "replay", mode: "replay", want: ModeReplay},
+		{name: "unknown", mode: "lunar", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse(tt.mode, start)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Mode(); got != tt.want {
+				t.Fatalf("Mode=%q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,215 @@
+package embedded
+
+import (
+	"context"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	"github.com/carbongate/carbongate/forecast/regions"
+	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/leakcheck"
+	"github.com/carbongate/carbongate/models/workflow"
+)
+
+func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+
+var replayStart = time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+
+type fixed struct{ t time.Time }
+
+func (c fixed) Now() time.Time { return c.t }
+func (c fixed) Mode() string   { return "replay" }
+
+func newGateway(t *testing.T, cfg Config) *Gateway {
+	t.Helper()
+	tables, err := bundled.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs, err := regions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tables, cfg.Regions = tables, regs
+	if cfg.Clock == nil {
+		cfg.Clock = fixed{replayStart}
+	}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// step forecasters for TestProvenanceSources.
+type constant struct {
+	v          float64
+	failFor    forecast.Zone
+	blockFor   forecast.Zone
+	model, ver string
+}
+
+func (c constant) Forecast(ctx context.Context, req forecast.Request) (forecast.Forecast, error) {
+	switch req.Zone {
+	case c.failFor:
+		return forecast.Forecast{}, forecast.Errorf(forecast.EUNAVAILABLE, "model not ready")
+	case c.blockFor:
+		<-ctx.Done()
+		return forecast.Forecast{}, ctx.Err()
+	}
+	v := make([]float64, req.Horizon)
+	for i := range v {
+		v[i] = c.v
+	}
+	return forecast.Forecast{Series: forecast.Series{Start: req.Start, Values: v},
+		Provenance: forecast.Provenance{Model: c.model, Version: c.ver}}, nil
+}
+
+func TestProvenanceSources(t *testing.T) {
+	t.Parallel()
+	zoneModel := constant{v: 100, failFor: "PL", blockFor: "SE", model: "zone-model", ver: "7"}
+	generic := constant{v: 200, failFor: "PL", model: "generic-model", ver: "3"}
+	g := newGateway(t, Config{
+		ModelTimeout: 50 * time.Millisecond,
+		Forecasters: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+			switch z {
+			case "":
+				return generic
+			case "DE", "SE", "PL":
+				return zoneModel
+			}
+			return nil
+		},
+	})
+	tests := []struct {
+		zone       forecast.Zone
+		wantSource forecast.Source
+		wantModel  string
+		wantReason string
+	}{
+		{"DE", forecast.SourceZone, "zone-model", ""},
+		{"SE", forecast.SourceGeneric, "generic-model", "zone: timed out after 50ms"},
+		{"PL", forecast.SourceBaseline, "seasonal-naive", "generic: unavailable: model not ready"},
+		{"FR", forecast.SourceClimatology, "climatology", "baseline: no baseline forecaster for FR"},
+	}
+	d, err := g.Service.Schedule(context.Background(), gateway.Request{
+		Zones: []forecast.Zone{"DE", "SE", "PL", "FR"}, Duration: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.zone), func(t *testing.T) {
+			p, ok := d.Provenance[tt.zone]
+			if !ok {
+				t.Fatalf("no provenance for %s", tt.zone)
+			}
+			if p.Source != tt.wantSource || p.Model != tt.wantModel {
+				t.Fatalf("source=%q model=%q, want %q %q (reason %q)", p.Source, p.Model, tt.wantSource, tt.wantModel, p.Reason)
+			}
+			if !strings.Contains(p.Reason, tt.wantReason) || tt.wantReason == "" && p.Reason != "" {
+				t.Fatalf("reason=%q, want %q", p.Reason, tt.wantReason)
+			}
+			if !p.IssuedAt.Equal(replayStart) {
+				t.Fatalf("issued_at=%v, want %v", p.IssuedAt, replayStart)
+			}
+		})
+	}
+}
+
+func TestUnknownZone(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, Config{})
+	_, err := g.Service.Schedule(context.Background(), gateway.Request{Zones: []forecast.Zone{"DE", "NOWHERE"}, Duration: time.Hour})
+	if forecast.ErrorCode(err) != forecast.EINVALID || !strings.Contains(forecast.ErrorMessage(err), "NOWHERE") {
+		t.Fatalf("err=%v, want EINVALID naming NOWHERE", err)
+	}
+}
+
+func TestZonesCatalog(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, Config{})
+	zs := g.Service.Zones()
+	var de *gateway.ZoneInfo
+	for i := range zs {
+		if zs[i].Zone == "DE" {
+			de = &zs[i]
+		}
+	}
+	if de == nil || !de.History || len(de.Locations) == 0 || de.Forecasters[forecast.SignalLifecycle] != forecast.SourceBaseline {
+		t.Fatalf("DE=%+v, want history, cloud regions and the baseline as first step (no models)", de)
+	}
+}
+
+// TestAcceptance is the scenario: a 3-hour job across DE, SE, PL and
+// ES with a 48-hour deadline, on trained models, checked against a brute
+// force over the same forecasts.
+func TestAcceptance(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("trains models")
+	}
+	tables, err := bundled.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	zones := []forecast.Zone{"DE", "SE", "PL", "ES"}
+	if _, err := workflow.Train(context.Background(), tables, dir, workflow.TrainConfig{
+		Until: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC), Zones: zones, Signals: []forecast.Signal{forecast.SignalLifecycle}, NoGeneric: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := replayStart.Add(37 * time.Minute)
+	g := newGateway(t, Config{ModelsDir: dir, Clock: fixed{now}})
+	deadline := now.Add(48 * time.Hour)
+	d, err := g.Service.Schedule(context.Background(), gateway.Request{Zones: zones, Duration: 3 * time.Hour, Deadline: deadline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Brute force over the same forecasts, every 5 minutes from now.
+	best := forecast.Window{Mean: math.Inf(1)}
+	for _, z := range zones {
+		fc, _, err := g.Service.Forecast(context.Background(), z, forecast.SignalLifecycle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc.Provenance.Source != forecast.SourceZone || fc.Provenance.Model != "carbon-forecaster-"+string(z) || fc.Provenance.Version == "" {
+			t.Fatalf("%s provenance=%+v, want its trained zone model", z, fc.Provenance)
+		}
+		starts := []time.Time{now}
+		for s := now.Truncate(5 * time.Minute).Add(5 * time.Minute); !s.Add(3 * time.Hour).After(deadline); s = s.Add(5 * time.Minute) {
+			starts = append(starts, s)
+		}
+		for _, s := range starts {
+			sum := 0.0
+			for m := range 180 { // minute by minute
+				v, ok := fc.Series.At(s.Add(time.Duration(m) * time.Minute))
+				if !ok {
+					t.Fatalf("forecast of %s does not cover %v", z, s)
+				}
+				sum += v
+			}
+			mean := sum / 180
+			if mean < best.Mean-1e-9 || math.Abs(mean-best.Mean) <= 1e-9 && (s.Before(best.Start) || s.Equal(best.Start) && z < best.Zone) {
+				best = forecast.Window{Zone: z, Start: s, End: s.Add(3 * time.Hour), Mean: mean}
+			}
+		}
+	}
+	got := d.Decision
+	if got.Zone != best.Zone || !got.Start.Equal(best.Start) || math.Abs(got.Mean-best.Mean) > 1e-6 {
+		t.Fatalf("decision=%+v, want %+v", got, best)
+	}
+	if got.End.After(deadline) {
+		t.Fatalf("decision ends at %v, after the deadline %v", got.End, deadline)
+	}
+	if d.Baseline == nil || d.Baseline.Zone != "DE" || d.SavingsPct == nil {
+		t.Fatalf("baseline=%+v savings=%v, want DE now", d.Baseline, d.SavingsPct)
+	}
+	t.Logf("decision %s %s–%s mean %.1f; baseline %.1f; savings %.1f%%", got.Zone, got.Start.Format(time.RFC3339), got.End.Format(time.RFC3339), got.Mean, d.Baseline.Mean, *d.SavingsPct)
+}

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	"github.com/carbongate/carbongate/forecast/regions"
+	"github.com/carbongate/carbongate/gateway/embedded"
+)
+
+// benchBody asks across all 12 bundled zones: a 3-hour job, 48-hour deadline.
+const benchBody = `{"zones":["US-CAL-CISO","US-MIDA-PJM","US-TEX-ERCO","US-NE-ISNE","US-NY-NYIS","US-FLA-FPL","US-NW-BPAT","DE","NL","ES","SE","PL"],` +
+	`"duration":"PT3H","deadline":"2021-06-03T00:00:00Z"}`
+
+// benchServer serves the embedded gateway with its 12 zones' forecasts
+// cached, with JSON access logs (discarded) as in production.
+func benchServer(b *testing.B) *httptest.Server {
+	b.Helper()
+	tables, err := bundled.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	regs, err := regions.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	if err := g.Warm(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	api, err := New(Config{Service: g.Service, Metrics: reg, AccessLog: true, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(api)
+	b.Cleanup(ts.Close)
+	return ts
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
+}
+
+func post(c *http.Client, url string, body []byte) (int, error) {
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, err
+}
+
+// BenchmarkScheduleOpenLoop sends POST /v1/schedule at a fixed 2,000
+// requests/s for 10 s (2 s with -short) whatever the answers' latency (open
+// loop: latency counts from each request's scheduled send time, so queueing
+// is not hidden) and reports p50, p99 and errors.
+func BenchmarkScheduleOpenLoop(b *testing.B) {
+	ts := benchServer(b)
+	const rate = 2000
+	dur := 10 * time.Second
+	if testing.Short() {
+		dur = 2 * time.Second
+	}
+	c := benchClient()
+	defer c.CloseIdleConnections()
+	body := []byte(benchBody)
+	// Warm the connection pool.
+	for range 64 {
+		post(c, ts.URL+"/v1/schedule", body)
+	}
+	for b.Loop() {
+		n := int(dur.Seconds() * rate)
+		interval := time.Second / rate
+		lat := make([]time.Duration, n)
+		var errs atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range n {
+			at := start.Add(time.Duration(i) * interval)
+			if d := time.Until(at); d > 0 {
+				time.Sleep(d)
+			}
+			wg.Go(func() {
+				code, err := post(c, ts.URL+"/v1/schedule", body)
+				lat[i] = time.Since(at)
+				if err != nil || code != 200 {
+					errs.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		slices.Sort(lat)
+		p50, p99 := lat[n/2], lat[n*99/100]
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(lat[n-1].Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(errs.Load()), "errors")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
+		fmt.Printf("open loop: %d requests at %d/s over %v: p50 %v, p99 %v, max %v, errors %d (goal: p99 < 5ms)\n",
+			n, rate, elapsed.Round(time.Millisecond), p50, p99, lat[n-1], errs.Load())
+	}
+}
+
+// BenchmarkScheduleVsBare measures POST /v1/schedule with 12 cached zones
+// against a bare net/http handler that returns a constant response of the
+// same size, both over loopback in this run, and prints the throughput
+// ratio (goal ≥ 0.5) last.
+func BenchmarkScheduleVsBare(b *testing.B) {
+	ts := benchServer(b)
+	body := []byte(benchBody)
+	c := benchClient()
+	defer c.CloseIdleConnections()
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/schedule", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	constant, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		b.Fatalf("status %d: %v %s", resp.StatusCode, err, constant)
+	}
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", fmt.Sprint(len(constant)))
+		w.Write(constant)
+	}))
+	defer bare.Close()
+
+	nsPerOp := map[string]float64{}
+	run := func(name, url string) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(constant)))
+			b.SetParallelism(4)
+			var failed atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if code, err := post(c, url, body); err != nil || code != 200 {
+						failed.Add(1)
+					}
+				}
+			})
+			if failed.Load() > 0 {
+				b.Fatalf("%d requests failed", failed.Load())
+			}
+			nsPerOp[name] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		})
+	}
+	run("bare", bare.URL)
+	run("carbongate", ts.URL+"/v1/schedule")
+	ours, ref := nsPerOp["carbongate"], nsPerOp["bare"]
+	fmt.Printf("schedule (12 cached zones, %d-byte response, GOMAXPROCS %d): carbongate %.0f req/s, bare net/http %.0f req/s\n",
+		len(constant), runtime.GOMAXPROCS(0), 1e9/ours, 1e9/ref)
+	fmt.Printf("throughput ratio carbongate/bare = %.2f (goal >= 0.5)\n", ref/ours)
+}

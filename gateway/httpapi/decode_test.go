@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+)
+
+func TestParseDuration(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{in: "PT3H", want: 3 * time.Hour},
+		{in: "PT90M", want: 90 * time.Minute},
+		{in: "P1DT2H", want: 26 * time.Hour},
+		{in: "PT0.5H", want: 30 * time.Minute},
+		{in: "PT0,25H", want: 15 * time.Minute},
+		{in: "P1W", want: 7 * 24 * time.Hour},
+		{in: "PT1H30M15S", want: time.Hour + 30*time.Minute + 15*time.Second},
+		{in: "pt2h", want: 2 * time.Hour},
+		{in: "P2D", want: 48 * time.Hour},
+		{in: "3h", want: 3 * time.Hour},
+		{in: "90m", want: 90 * time.Minute},
+		{in: "1h30m", want: 90 * time.Minute},
+		{in: "-3h", want: -3 * time.Hour},
+		{in: "", bad: true},
+		{in: "P", bad: true},
+		{in: "PT", bad: true},
+		{in: "P1Y", bad: true},
+		{in: "P1M", bad: true},
+		{in: "PT1D", bad: true},
+		{in: "P1H", bad: true},
+		{in: "PT1M1H", bad: true},
+		{in: "PT1H1H", bad: true},
+		{in: "PT.H", bad: true},
+		{in: "PT1.H", bad: true},
+		{in: "PT1.2.3H", bad: true},
+		{in: "PTH", bad: true},
+		{in: "PT3", bad: true},
+		{in: "P1DT", bad: true},
+		{in: "PT99999999999H", bad: true},
+		{in: "3 hours", bad: true},
+		{in: "9999999999h", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseDuration(tt.in)
+			if tt.bad {
+				if forecast.ErrorCode(err) != forecast.EINVALID {
+					t.Fatalf("ParseDuration(%q)=%v, %v; want EINVALID", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseDuration(%q)=%v, %v; want %v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeScheduleRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body  string
+		code, field string
+	}{
+		{"ok", `{"zones":["de","SE"],"duration":"PT3H","deadline":"2021-06-03T00:00:00Z","signal":"direct","origin":"pl","step":"15m"}`, "", ""},
+		{"ok locations", `{"locations":[{"provider":"aws","region":"eu-central-1"}],"duration":"3h"}`, "", ""},
+		{"empty", ``, forecast.EINVALID, "body"},
+		{"not an object", `[1,2]`, forecast.EINVALID, "body"},
+		{"null", `null`, forecast.EINVALID, "body"},
+		{"malformed", `{"zones":["DE"],`, forecast.EINVALID, "body"},
+		{"trailing data", `{"zones":["DE"],"duration":"1h"} {}`, forecast.EINVALID, "body"},
+		{"unknown field", `{"zones":["DE"],"duration":"1h","priority":3}`, forecast.EINVALID, "priority"},
+		{"unknown nested field", `{"locations":[{"provider":"aws","region":"x","az":"a"}],"duration":"1h"}`, forecast.EINVALID, "az"},
+		{"wrong type", `{"zones":"DE","duration":"1h"}`, forecast.EINVALID, "zones"},
+		{"wrong type duration", `{"zones":["DE"],"duration":3}`, forecast.EINVALID, "duration"},
+		{"bad zone id", `{"zones":["D E"],"duration":"1h"}`, forecast.EINVALID, "zones"},
+		{"missing duration", `{"zones":["DE"]}`, forecast.EINVALID, "duration"},
+		{"malformed duration", `{"zones":["DE"],"duration":"three hours"}`, forecast.EINVALID, "duration"},
+		{"zero duration", `{"zones":["DE"],"duration":"PT0H"}`, forecast.EINVALID, "duration"},
+		{"negative duration", `{"zones":["DE"],"duration":"-1h"}`, forecast.EINVALID, "duration"},
+		{"malformed time", `{"zones":["DE"],"duration":"1h","earliest_start":"2021-06-01 10:00"}`, forecast.EINVALID, "earliest_start"},
+		{"malformed deadline", `{"zones":["DE"],"duration":"1h","deadline":"tomorrow"}`, forecast.EINVALID, "deadline"},
+		{"deadline too early", `{"zones":["DE"],"duration":"3h","earliest_start":"2021-06-01T00:00:00Z","deadline":"2021-06-01T02:00:00Z"}`, forecast.EINFEASIBLE, "deadline"},
+		{"unknown signal", `{"zones":["DE"],"duration":"1h","signal":"marginal"}`, forecast.EINVALID, "signal"},
+		{"bad origin", `{"zones":["DE"],"duration":"1h","origin":"?"}`, forecast.EINVALID, "origin"},
+		{"small step", `{"zones":["DE"],"duration":"1h","step":"30s"}`, forecast.EINVALID, "step"},
+		{"bad location", `{"locations":[{"provider":"aws"}],"duration":"1h"}`, forecast.EINVALID, "locations"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := DecodeScheduleRequest([]byte(tt.body))
+			if got := forecast.ErrorCode(err); got != tt.code {
+				t.Fatalf("code=%q (%v), want %q", got, err, tt.code)
+			}
+			if got := forecast.ErrorField(err); got != tt.field {
+				t.Fatalf("field=%q (%v), want %q", got, err, tt.field)
+			}
+		})
+	}
+}
+
+func FuzzDecodeScheduleRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"zones":["DE","SE","PL","ES"],"duration":"PT3H","deadline":"2021-06-03T00:00:00Z"}`,
+		`{"locations":[{"provider":"aws","region":"eu-central-1"}],"duration":"P1DT2H","earliest_start":"2021-06-01T00:00:00+02:00","step":"1m"}`,
+		`{"zones":["de"],"duration":"PT0.5H","signal":"direct","origin":"FR"}`,
+		`{"zones":[],"duration":"-PT1H"}`,
+		`{"zones":["DE"],"duration":"9999999999999h"}`,
+		`{"zones":["DE"],"duration":"PT1.H"}`,
+		`{"a":1}`, `[]`, `null`, `{`, ``, `"x"`, `{"zones":[1]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeScheduleRequest(body)
+		if err != nil {
+			var fe *forecast.Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v (%T) is not a *forecast.Error", err, err)
+			}
+			if fe.Code != forecast.EINVALID && fe.Code != forecast.EINFEASIBLE {
+				t.Fatalf("code %q, want invalid or infeasible", fe.Code)
+			}
+			if fe.Field == "" {
+				t.Fatalf("error %v names no field", err)
+			}
+			return
+		}
+		if req.Duration <= 0 || req.Step != 0 && req.Step < time.Minute {
+			t.Fatalf("accepted duration %v step %v", req.Duration, req.Step)
+		}
+	})
+}

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestAppendScheduleMatchesEncodingJSON checks the hand-written encoder
+// against encoding/json, byte for byte.
+func TestAppendScheduleMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	strs := []string{"", "DE", "US-CAL-CISO", `quote " and \ backslash`, "tab\tnewline\n", "ünïcödé", "\u2028", "bad \xff utf8", "<html>&"}
+	floats := []float64{0, 1, -1, 123.456, 1e-7, 2.5e-9, 1e21, 1e20, 36.53666666666671, -0.0}
+	tm := func() time.Time {
+		return time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15)))
+	}
+	pl := func() placementJSON {
+		p := placementJSON{Zone: strs[r.IntN(len(strs))], Start: tm(), End: tm(), MeanIntensity: floats[r.IntN(len(floats))]}
+		if r.IntN(2) == 0 {
+			p.Location = &locationJSON{Provider: strs[r.IntN(len(strs))], Region: strs[r.IntN(len(strs))]}
+		}
+		return p
+	}
+	for i := range 500 {
+		b := scheduleBody{Decision: pl(), Signal: "lifecycle", Unit: "gCO2eq/kWh", Clock: clockJSON{Mode: "replay", Now: tm()}, RequestID: strs[r.IntN(len(strs))]}
+		if i%3 != 0 {
+			bp := pl()
+			b.Baseline = &bp
+			sv := floats[r.IntN(len(floats))]
+			b.SavingsPct = &sv
+		}
+		if i%5 != 0 {
+			for range r.IntN(4) {
+				b.Alternatives = append(b.Alternatives, pl())
+			}
+			if b.Alternatives == nil {
+				b.Alternatives = []placementJSON{}
+			}
+		}
+		for range r.IntN(3) {
+			b.Infeasible = append(b.Infeasible, zoneReasonJSON{Zone: strs[r.IntN(len(strs))], Reason: strs[r.IntN(len(strs))]})
+		}
+		if i%7 != 0 {
+			b.Provenance = map[string]provenanceJSON{}
+			for range r.IntN(4) {
+				b.Provenance[strs[r.IntN(len(strs))]] = provenanceJSON{Model: strs[r.IntN(len(strs))], Source: "zone", IssuedAt: tm(), Reason: strs[r.IntN(len(strs))]}
+			}
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendSchedule(nil, &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want.Bytes())
+		}
+	}
+}

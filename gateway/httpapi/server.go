@@ -1,0 +1,465 @@
+// Package httpapi serves the gateway over HTTP with Echo: the scheduling
+// API (POST /v1/schedule, GET /v1/forecast, GET /v1/zones), health and
+// readiness probes, Prometheus metrics and the OpenAPI document. Handlers
+// return errors; one error handler renders them.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the embedded OpenAPI 3.1 document.
+func OpenAPI() []byte { return bytes.Clone(openAPI) }
+
+// Limits and defaults.
+const (
+	MaxBodyBytes          = 64 << 10
+	DefaultRequestTimeout = 4 * time.Second // under OPA http.send's 5 s default
+	HeaderRequestID       = "X-Request-Id"
+)
+
+// Service is what the HTTP layer needs of the gateway; *gateway.Service
+// implements it.
+type Service interface {
+	Schedule(ctx context.Context, req gateway.Request) (gateway.Decision, error)
+	Forecast(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (forecast.Forecast, gateway.Reading, error)
+	Zones() []gateway.ZoneInfo
+	Now() gateway.Reading
+}
+
+var _ Service = (*gateway.Service)(nil)
+
+// Config configures a Server.
+type Config struct {
+	Service Service              // required
+	Logger  *slog.Logger         // access and error logs; nil: discard
+	Metrics *prometheus.Registry // registry served at /metrics and receiving the HTTP metrics; required
+	// Ready reports whether the server should receive traffic (e.g. the
+	// forecast cache is warm); nil: always. Draining overrides it.
+	Ready          func() error
+	RequestTimeout time.Duration // default DefaultRequestTimeout
+	// AccessLog turns per-request access logs on.
+	AccessLog bool
+}
+
+// Server is the HTTP API. It implements http.Handler.
+type Server struct {
+	cfg      Config
+	echo     *echo.Echo
+	log      *slog.Logger
+	draining atomic.Bool
+
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	sources  *prometheus.CounterVec
+}
+
+// New returns a Server with every route registered.
+func New(cfg Config) (*Server, error) {
+	if cfg.Service == nil || cfg.Metrics == nil {
+		return nil, forecast.Errorf(forecast.EINVALID, "httpapi: Service and Metrics are required")
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "carbongate_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		sources: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_decision_forecast_sources_total", Help: "Forecasts used by scheduling decisions, by fallback step.",
+		}, []string{"source"}),
+	}
+	for _, c := range []prometheus.Collector{s.requests, s.latency, s.sources} {
+		if err := cfg.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
+		}
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.middleware)
+	e.POST("/v1/schedule", s.schedule)
+	e.GET("/v1/forecast", s.forecast)
+	e.GET("/v1/zones", s.zones)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{})))
+	e.GET("/openapi.json", s.openapi)
+	s.echo = e
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Routes lists the registered routes as "METHOD path".
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}
+
+// Drain makes /readyz fail from now on, so that load balancers stop
+// sending traffic before the server shuts down.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// HTTPServer returns an http.Server for s with read, write and idle
+// timeouts set.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      s.cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// ---- middleware, errors -------------------------------------------------
+
+const keyRequestID = "request_id"
+
+// middleware gives each request an id and a deadline, recovers panics,
+// renders errors, and records metrics and the access log.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		t0 := time.Now()
+		req := c.Request()
+		id := req.Header.Get(HeaderRequestID)
+		if !validID(id) {
+			id = newID()
+		}
+		c.Set(keyRequestID, id)
+		c.Response().Header().Set(HeaderRequestID, id)
+		ctx, cancel := context.WithTimeout(req.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(req.WithContext(ctx))
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			err = next(c)
+		}()
+		if err != nil {
+			s.handleError(err, c)
+		}
+		route := c.Path()
+		if route == "" || errors.Is(err, echo.ErrNotFound) || errors.Is(err, echo.ErrMethodNotAllowed) {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		el := time.Since(t0)
+		s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		s.latency.WithLabelValues(route).Observe(el.Seconds())
+		if s.cfg.AccessLog {
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
+				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", c.Response().Size),
+				slog.Float64("duration_ms", float64(el.Microseconds())/1000), slog.String("remote", req.RemoteAddr))
+		}
+		return nil
+	}
+}
+
+// validID accepts client request ids of 1 to 128 visible ASCII characters.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func newID() string { return rand.Text() }
+
+// httpError is an error with an HTTP-only meaning (no route, wrong method,
+// body too large, wrong content type).
+type httpError struct {
+	status        int
+	code, message string
+}
+
+func (e *httpError) Error() string { return e.code + ": " + e.message }
+
+// statusOf is the one table from error codes to HTTP statuses.
+var statusOf = map[string]int{
+	forecast.EINVALID:      http.StatusBadRequest,
+	forecast.EINFEASIBLE:   http.StatusUnprocessableEntity,
+	forecast.ENOTFOUND:     http.StatusNotFound,
+	forecast.ECONFLICT:     http.StatusConflict,
+	forecast.EUNAUTHORIZED: http.StatusUnauthorized,
+	forecast.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	forecast.EINTERNAL:     http.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Error     errorJSON `json:"error"`
+	RequestID string    `json:"request_id"`
+}
+
+type errorJSON struct {
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// handleError renders err as the error body with its status. Unknown
+// errors become EINTERNAL with a generic message; their full text is logged
+// with the request id.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	id, _ := c.Get(keyRequestID).(string)
+	var body errorJSON
+	status := http.StatusInternalServerError
+	var he *httpError
+	var ee *echo.HTTPError
+	switch {
+	case errors.As(err, &he):
+		status, body = he.status, errorJSON{Code: he.code, Message: he.message}
+	case errors.As(err, &ee):
+		status = ee.Code
+		body = errorJSON{Code: echoCode(ee.Code), Message: http.StatusText(ee.Code)}
+		if m, ok := ee.Message.(string); ok && m != "" {
+			body.Message = m
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		status = http.StatusServiceUnavailable
+		body = errorJSON{Code: forecast.EUNAVAILABLE, Message: "the request ran out of time"}
+	case errors.Is(err, context.Canceled):
+		status = http.StatusServiceUnavailable
+		body = errorJSON{Code: forecast.EUNAVAILABLE, Message: "the request was canceled"}
+	default:
+		code := forecast.ErrorCode(err)
+		status = statusOf[code]
+		if status == 0 {
+			code, status = forecast.EINTERNAL, http.StatusInternalServerError
+		}
+		body = errorJSON{Code: code, Field: forecast.ErrorField(err), Message: forecast.ErrorMessage(err)}
+		if code == forecast.EINTERNAL {
+			body.Message = "internal error"
+		}
+	}
+	if status >= 500 {
+		s.log.Error("request failed", "request_id", id, "status", status, "error", err.Error())
+	}
+	if err := writeJSON(c, status, errorBody{Error: body, RequestID: id}); err != nil {
+		s.log.Warn("writing error response", "request_id", id, "error", err)
+	}
+}
+
+func echoCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return forecast.ENOTFOUND
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusUnsupportedMediaType:
+		return "unsupported_media_type"
+	case http.StatusUnauthorized:
+		return forecast.EUNAUTHORIZED
+	case http.StatusServiceUnavailable:
+		return forecast.EUNAVAILABLE
+	}
+	if status >= 400 && status < 500 {
+		return forecast.EINVALID
+	}
+	return forecast.EINTERNAL
+}
+
+var (
+	bufPool   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	slicePool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+)
+
+// writeJSON encodes v whole before writing, so that an encoding error is
+// reported rather than sent half-written, and the response has a length.
+func writeJSON(c echo.Context, status int, v any) error {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return writeBytes(c, status, buf.Bytes())
+}
+
+func putBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		buf.Reset()
+		bufPool.Put(buf)
+	}
+}
+
+// writeBytes writes a JSON body with its length.
+func writeBytes(c echo.Context, status int, b []byte) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(b)
+	return err
+}
+
+// ---- handlers -----------------------------------------------------------
+
+func (s *Server) schedule(c echo.Context) error {
+	req := c.Request()
+	mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	if err != nil || mt != echo.MIMEApplicationJSON {
+		return &httpError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			message: "Content-Type must be application/json"}
+	}
+	if req.ContentLength > MaxBodyBytes {
+		return tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge()
+		}
+		return forecast.FieldErrorf(forecast.EINVALID, "body", "cannot read the request body")
+	}
+	r, err := DecodeScheduleRequest(body)
+	if err != nil {
+		return err
+	}
+	d, err := s.cfg.Service.Schedule(req.Context(), r)
+	if err != nil {
+		return err
+	}
+	for _, p := range d.Provenance {
+		s.sources.WithLabelValues(string(p.Source)).Inc()
+	}
+	out := scheduleResponse(d, c.Get(keyRequestID).(string))
+	bp := slicePool.Get().(*[]byte)
+	b, err := appendSchedule((*bp)[:0], &out)
+	defer func() {
+		if cap(b) <= 64<<10 {
+			*bp = b
+			slicePool.Put(bp)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	return writeBytes(c, http.StatusOK, b)
+}
+
+func tooLarge() error {
+	return &httpError{status: http.StatusRequestEntityTooLarge, code: "too_large",
+		message: fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes)}
+}
+
+func (s *Server) forecast(c echo.Context) error {
+	q := c.QueryParams()
+	zs := q.Get("zone")
+	if zs == "" {
+		return forecast.FieldErrorf(forecast.EINVALID, "zone", "query parameter zone is required")
+	}
+	zone, err := forecast.ParseZone(zs)
+	if err != nil {
+		return forecast.FieldErrorf(forecast.EINVALID, "zone", "%s", forecast.ErrorMessage(err))
+	}
+	sig, err := forecast.ParseSignal(q.Get("signal"))
+	if err != nil {
+		return forecast.FieldErrorf(forecast.EINVALID, "signal", "%s", forecast.ErrorMessage(err))
+	}
+	fc, now, err := s.cfg.Service.Forecast(c.Request().Context(), zone, sig)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, forecastResponse(fc, now, c.Get(keyRequestID).(string)))
+}
+
+func (s *Server) zones(c echo.Context) error {
+	zs := s.cfg.Service.Zones()
+	out := zonesBody{Zones: make([]zoneJSON, len(zs)), Clock: clockOf(s.cfg.Service.Now()), RequestID: c.Get(keyRequestID).(string)}
+	for i, z := range zs {
+		zj := zoneJSON{Zone: string(z.Zone), History: z.History, Locations: make([]locationJSON, len(z.Locations)),
+			Forecasters: make(map[string]string, len(z.Forecasters))}
+		if z.Climatology > 0 {
+			v := z.Climatology
+			zj.Climatology = &v
+		}
+		for j, l := range z.Locations {
+			zj.Locations[j] = locationJSON{Provider: l.Provider, Region: l.Region}
+		}
+		for sig, src := range z.Forecasters {
+			zj.Forecasters[string(sig)] = string(src)
+		}
+		out.Zones[i] = zj
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, statusBody{Status: "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "draining"}
+	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "not ready: " + forecast.ErrorMessage(err)}
+		}
+	}
+	return writeJSON(c, http.StatusOK, statusBody{Status: "ready"})
+}
+
+func (s *Server) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPI)
+}
