@@ -41,7 +41,7 @@ run: build $(MODELS)/.done
 	@echo
 	@echo "Other endpoints: /v1/zones  /v1/forecast?zone=DE  /openapi.json  /metrics  /healthz"
 	@echo
-	exec $(BIN)/carbongate --addr $(ADDR) --models $(MODELS) --clock replay --replay-start $(REPLAY_START)
+	exec $(BIN)/carbongate --addr $(ADDR) --models $(MODELS) --clock replay --replay-start $(REPLAY_START) --drain-delay 0s
 
 vet:
 	$(GO) vet ./...
