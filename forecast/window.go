@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -97,8 +98,8 @@ type Result struct {
 // call; per zone, prefix sums of the hourly values give any window's mean in
 // O(1), and since the mean is affine in the start between hour boundaries,
 // about one window per hour is evaluated, plus a few inside the winning hour
-// to break ties. It allocates per call, not per zone or candidate start, and
-// does not modify cands.
+// to break ties. It allocates only its result (scratch space is recycled between
+// calls), and does not modify cands.
 func Search(q Query, cands []Candidate) (Result, error) {
 	if q.Duration <= 0 {
 		return Result{}, FieldErrorf(EINVALID, "duration", "duration must be positive, got %v", q.Duration)
@@ -109,7 +110,10 @@ func Search(q Query, cands []Candidate) (Result, error) {
 	if len(cands) == 0 {
 		return Result{}, FieldErrorf(EINVALID, "zones", "no candidate zones")
 	}
-	order := make([]int32, len(cands))
+	sr := searchers.Get().(*searcher)
+	defer sr.release()
+	order := slices.Grow(sr.order[:0], len(cands))[:len(cands)]
+	sr.order = order
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -152,14 +156,15 @@ func Search(q Query, cands []Candidate) (Result, error) {
 			"duration %v is longer than every forecast (the longest covers %v)", d, time.Duration(longest)*Hour)
 	}
 
-	sr := searcher{q: q, dh: float64(d) / float64(Hour)}
+	sr.q, sr.dh = q, float64(d)/float64(Hour)
 	if longest > 0 {
 		if err := sr.plan(minStart, maxEnd); err != nil {
 			return Result{}, err
 		}
 	}
 	var res Result
-	picks := make([]pick, 0, len(order))
+	picks := slices.Grow(sr.picks[:0], len(order))
+	defer func() { sr.picks = picks[:0] }()
 	for rank, c := range order {
 		p, reason := sr.zone(cands[c])
 		if reason != "" {
@@ -175,7 +180,7 @@ func Search(q Query, cands []Candidate) (Result, error) {
 	orderPicks(picks)
 	res.PerZone = make([]Window, len(picks))
 	for i, p := range picks {
-		start := sr.first.Add(sr.offs[p.slot])
+		start := sr.first.Add(sr.off(int(p.slot)))
 		res.PerZone[i] = Window{Zone: cands[order[p.rank]].Zone, Start: start, End: start.Add(d), Mean: p.mean}
 	}
 	res.Best = res.PerZone[0]
@@ -236,7 +241,8 @@ func MeanOver(s Series, start time.Time, d time.Duration) (float64, error) {
 // ks+1 skips the first hour in the prefix sums. A window inside one hour has
 // ks = kp = ke, wa = D in hours, wb = 0. Summing the partial hours apart from
 // the prefix sums (rather than subtracting two integrals from the series
-// start) keeps short windows exact: no cancellation.
+// start) keeps short windows exact: no cancellation. Slots are computed when
+// needed (see searcher.slot), never tabulated.
 type slot struct {
 	wa, wb          float64
 	ks, kp, ke, kce int32
@@ -263,28 +269,57 @@ type run struct {
 	ends                               [2]struct{ wa, wb float64 }
 }
 
-// phase holds the slots of the zones whose hours start at the same offset
+// phase holds the runs of the zones whose hours start at the same offset
 // within the hour (normally all of them: Series.Start is hour-aligned).
 type phase struct {
-	g0    time.Duration // first is g0 after this phase's grid origin (0 ≤ g0 < 1h)
-	slots []slot
-	runs  []run
+	g0   time.Duration // first is g0 after this phase's grid origin (0 ≤ g0 < 1h)
+	runs []run
 }
 
-// searcher holds what one Search shares between zones.
+// searcher holds what one Search shares between zones. The candidate starts
+// are first + off(i) for 0 ≤ i < n: first itself, then gap, gap+Step, … after
+// it; they are computed, not listed, so that the per-call setup costs
+// O(runs), not O(candidate starts). Searchers are recycled through
+// searchers, so that their scratch space is allocated once, not per call.
 type searcher struct {
 	q      Query
-	dh     float64         // duration in hours
-	first  time.Time       // first candidate start, UTC
-	offs   []time.Duration // candidate starts, as offsets from first; ascending
-	phases []phase
-	cells  []cell    // scratch: one zone's grid hours
-	bad    []int32   // scratch: missing hours before each grid hour
-	lows   []float64 // scratch: lowest integral of each run
+	dh     float64       // duration in hours
+	first  time.Time     // first candidate start, UTC
+	gap    time.Duration // offset of the second candidate start from first; 0 < gap ≤ Step
+	n      int           // number of candidate starts
+	phases []phase       // len: phases of this call; beyond it, runs kept for reuse
+	cells  []cell        // scratch: one zone's grid hours
+	bad    []int32       // scratch: missing hours before each grid hour
+	lows   []float64     // scratch: lowest integral of each run
+	order  []int32       // scratch: candidates in zone id order
+	picks  []pick        // scratch: best window of each zone
 }
 
-// plan lists the candidate starts that may fit inside [minStart, maxEnd) and
-// before the deadline.
+// searchers recycles searchers between calls of Search (a cache, not
+// shared state: a searcher is reset before it is reused).
+var searchers = sync.Pool{New: func() any { return new(searcher) }}
+
+// maxKept bounds the scratch space, in elements of each slice, that a
+// searcher keeps for the next Search: a rare huge search should not pin its
+// memory.
+const maxKept = 1 << 16
+
+// release resets sr and returns it to searchers, unless it holds too much.
+func (sr *searcher) release() {
+	keep := len(sr.cells) <= maxKept && cap(sr.order) <= maxKept && cap(sr.picks) <= maxKept
+	for _, ph := range sr.phases[:cap(sr.phases)] {
+		keep = keep && cap(ph.runs) <= maxKept
+	}
+	if !keep {
+		return
+	}
+	sr.q, sr.first, sr.gap, sr.n = Query{}, time.Time{}, 0, 0
+	sr.phases = sr.phases[:0]
+	searchers.Put(sr)
+}
+
+// plan lays out the candidate starts that may fit inside [minStart, maxEnd)
+// and before the deadline.
 func (sr *searcher) plan(minStart, maxEnd time.Time) error {
 	q := sr.q
 	step := q.Step
@@ -314,51 +349,93 @@ func (sr *searcher) plan(minStart, maxEnd time.Time) error {
 		return FieldErrorf(EINVALID, "step", "step %v yields %d candidate starts between %s and %s; at most %d",
 			step, n, stamp(first), stamp(last.Add(-q.Duration)), MaxSlots)
 	}
-	sr.first = first
-	sr.offs = make([]time.Duration, n)
-	for i := int64(1); i < n; i++ {
-		sr.offs[i] = gap + time.Duration(i-1)*step
-	}
+	sr.first, sr.gap, sr.n = first, gap, int(n)
 	return nil
 }
 
-// phase returns the slots and runs of the phase whose grid origin is g0
-// before first.
+// off returns the offset of candidate start i from first.
+func (sr *searcher) off(i int) time.Duration {
+	if i == 0 {
+		return 0
+	}
+	return sr.gap + time.Duration(i-1)*sr.q.Step
+}
+
+// index returns the first candidate start at or after offset x from first,
+// or n when there is none.
+func (sr *searcher) index(x time.Duration) int {
+	if x <= 0 {
+		return 0
+	}
+	if x <= sr.gap {
+		return min(1, sr.n)
+	}
+	k := 1 + (x-sr.gap-1)/sr.q.Step // x−gap > 0: ceil((x−gap)/Step)
+	if k >= time.Duration(sr.n-1) {
+		return sr.n
+	}
+	return 1 + int(k)
+}
+
+// slot returns candidate start i on the hour grid whose origin is g0 before
+// first.
+func (sr *searcher) slot(i int, g0 time.Duration) slot {
+	s := sr.off(i) + g0
+	e := s + sr.q.Duration
+	ks, ke, kce := s/Hour, e/Hour, (e+Hour-1)/Hour
+	if ks == ke {
+		return slot{wa: sr.dh, ks: int32(ks), kp: int32(ks), ke: int32(ke), kce: int32(kce)}
+	}
+	return slot{
+		wa: float64((ks+1)*Hour-s) / float64(Hour), wb: float64(e%Hour) / float64(Hour),
+		ks: int32(ks), kp: int32(ks + 1), ke: int32(ke), kce: int32(kce),
+	}
+}
+
+// phase returns the runs of the phase whose grid origin is g0 before first.
+// It jumps from run to run: a run ends just before the first candidate start
+// whose window starts or ends in a later hour.
 func (sr *searcher) phase(g0 time.Duration) *phase {
 	for i := range sr.phases {
 		if sr.phases[i].g0 == g0 {
 			return &sr.phases[i]
 		}
 	}
-	sl := make([]slot, len(sr.offs))
-	d := sr.q.Duration
-	for i, o := range sr.offs {
-		s := o + g0
-		e := s + d
-		ks, ke, kce := s/Hour, e/Hour, (e+Hour-1)/Hour
-		if ks == ke {
-			sl[i] = slot{wa: sr.dh, ks: int32(ks), kp: int32(ks), ke: int32(ke), kce: int32(kce)}
-			continue
-		}
-		sl[i] = slot{
-			wa: float64((ks+1)*Hour-s) / float64(Hour), wb: float64(e%Hour) / float64(Hour),
-			ks: int32(ks), kp: int32(ks + 1), ke: int32(ke), kce: int32(kce),
-		}
+	// Every run boundary is a start or an end crossing an hour boundary
+	// (both at once when the duration is whole hours).
+	span := sr.off(sr.n - 1)
+	most := min(int64(sr.n), 2*int64(span/Hour)+3)
+	if sr.q.Duration%Hour == 0 {
+		most = min(int64(sr.n), int64(span/Hour)+2)
 	}
 	var runs []run
-	for i := range sl {
-		s := &sl[i]
-		if r := len(runs) - 1; r >= 0 && runs[r].ks == s.ks && runs[r].ke == s.ke {
-			runs[r].last, runs[r].kce = int32(i), s.kce
-			runs[r].ends[1].wa, runs[r].ends[1].wb = s.wa, s.wb
-			continue
-		}
-		ru := run{first: int32(i), last: int32(i), ks: s.ks, kp: s.kp, ke: s.ke, kce: s.kce, kce0: s.kce}
-		ru.ends[0].wa, ru.ends[0].wb = s.wa, s.wb
-		ru.ends[1] = ru.ends[0]
-		runs = append(runs, ru)
+	if len(sr.phases) < cap(sr.phases) {
+		runs = sr.phases[:len(sr.phases)+1][len(sr.phases)].runs[:0]
 	}
-	sr.phases = append(sr.phases, phase{g0: g0, slots: sl, runs: runs})
+	runs = slices.Grow(runs, int(most))
+	for i := 0; i < sr.n; {
+		a := sr.slot(i, g0)
+		o := sr.off(i)
+		s := o + g0
+		e := s + sr.q.Duration
+		// Offsets from first at which the start, and the end, enter the
+		// next hour.
+		dn := min(Hour-s%Hour, Hour-e%Hour)
+		j := sr.n
+		if o <= math.MaxInt64-dn {
+			j = sr.index(o + dn)
+		}
+		b := a
+		if j-1 > i {
+			b = sr.slot(j-1, g0)
+		}
+		ru := run{first: int32(i), last: int32(j - 1), ks: a.ks, kp: a.kp, ke: a.ke, kce: b.kce, kce0: a.kce}
+		ru.ends[0].wa, ru.ends[0].wb = a.wa, a.wb
+		ru.ends[1].wa, ru.ends[1].wb = b.wa, b.wb
+		runs = append(runs, ru)
+		i = j
+	}
+	sr.phases = append(sr.phases, phase{g0: g0, runs: runs})
 	return &sr.phases[len(sr.phases)-1]
 }
 
@@ -380,10 +457,10 @@ func (sr *searcher) zone(c Candidate) (pick, string) {
 		limit = q.Deadline
 	}
 	// Candidate starts in [s.Start, limit-D].
-	lo, _ := slices.BinarySearch(sr.offs, s.Start.Sub(sr.first))
-	hi := len(sr.offs)
+	lo := sr.index(s.Start.Sub(sr.first))
+	hi := sr.n
 	if latest := limit.Add(-q.Duration).Sub(sr.first); latest < math.MaxInt64 {
-		hi, _ = slices.BinarySearch(sr.offs, latest+1)
+		hi = sr.index(latest + 1)
 	}
 	if lo >= hi {
 		return pick{}, sr.noStart(s, limit)
@@ -393,9 +470,8 @@ func (sr *searcher) zone(c Candidate) (pick, string) {
 	off := s.Start.Sub(sr.first)
 	g0 := floorMod(-off, Hour)
 	ph := sr.phase(g0)
-	sl := ph.slots
 	dz := int((off + g0) / Hour) // grid hour of s.Values[0]
-	base, top := int(sl[lo].ks), int(sl[hi-1].kce)
+	base, top := int(sr.slot(lo, g0).ks), int(sr.slot(hi-1, g0).kce)
 	if len(sr.cells) <= top {
 		sr.cells = make([]cell, top+1+top/4)
 		sr.bad = make([]int32, len(sr.cells))
@@ -416,11 +492,12 @@ func (sr *searcher) zone(c Candidate) (pick, string) {
 	if len(sr.lows) < len(ph.runs) {
 		sr.lows = make([]float64, len(ph.runs))
 	}
-	j := bestSlot(sl, ph.runs, lo, hi, cells, bad, sr.lows)
+	j := sr.bestSlot(g0, ph.runs, lo, hi, cells, bad, sr.lows)
 	if j < 0 {
 		return pick{}, "every window that fits touches missing (NaN) forecast hours"
 	}
-	return pick{mean: integral(&sl[j], cells) / sr.dh, slot: int32(j)}, ""
+	sl := sr.slot(j, g0)
+	return pick{mean: integral(&sl, cells) / sr.dh, slot: int32(j)}, ""
 }
 
 // integral returns the integral (value·hours) of the zone over the window of
@@ -434,16 +511,17 @@ func integral(s *slot, cells []cell) float64 {
 // the lowest one within TieTolerance, skipping slots that overlap a missing
 // hour, or -1 when every slot does. It visits the runs (see run) that cover
 // the slots: first for the lowest value of each, at one end, then for the
-// earliest run with a tied slot, and the earliest tied slot in it. lows is
-// scratch space for one value per run.
-func bestSlot(sl []slot, runs []run, lo, hi int, cells []cell, bad []int32, lows []float64) int {
+// earliest run with a tied slot, and the earliest tied slot in it. The slots
+// are on the grid whose origin is g0 before first; lows is scratch space for
+// one value per run.
+func (sr *searcher) bestSlot(g0 time.Duration, runs []run, lo, hi int, cells []cell, bad []int32, lows []float64) int {
 	r0, _ := slices.BinarySearchFunc(runs, int32(lo), func(r run, lo int32) int { return cmp.Compare(r.last, lo) })
 	r1, _ := slices.BinarySearchFunc(runs, int32(hi), func(r run, hi int32) int { return cmp.Compare(r.first, hi) })
 	runs, lows = runs[r0:r1], lows[:r1-r0]
 	n := len(runs)
-	top := sl[hi-1].kce
-	lows[0] = runLow(&runs[0], sl, lo, hi, top, cells, bad)
-	lows[n-1] = runLow(&runs[n-1], sl, lo, hi, top, cells, bad)
+	top := sr.slot(hi-1, g0).kce
+	lows[0] = sr.runLow(&runs[0], g0, lo, hi, top, cells, bad)
+	lows[n-1] = sr.runLow(&runs[n-1], g0, lo, hi, top, cells, bad)
 	m := min(lows[0], lows[n-1])
 	// The runs between the first and the last lie wholly inside [lo, hi).
 	for r := 1; r < n-1; r++ {
@@ -456,7 +534,7 @@ func bestSlot(sl []slot, runs []run, lo, hi int, cells []cell, bad []int32, lows
 			w := &ru.ends[math.Float64bits(ce.v-cs.v)>>63]
 			v = w.wa*cs.v + (ce.p - cells[ru.kp].p) + w.wb*ce.v
 		} else {
-			v = runLow(ru, sl, lo, hi, top, cells, bad)
+			v = sr.runLow(ru, g0, lo, hi, top, cells, bad)
 		}
 		lows[r] = v
 		m = min(m, v)
@@ -476,7 +554,7 @@ func bestSlot(sl []slot, runs []run, lo, hi int, cells []cell, bad []int32, lows
 		return a // the only feasible slot of the run
 	}
 	for j := a; j < b; j++ {
-		if integral(&sl[j], cells) <= bound {
+		if sl := sr.slot(j, g0); integral(&sl, cells) <= bound {
 			return j
 		}
 	}
@@ -485,7 +563,7 @@ func bestSlot(sl []slot, runs []run, lo, hi int, cells []cell, bad []int32, lows
 
 // runLow returns the lowest integral over the feasible slots of ru in
 // [lo, hi), or +Inf when there are none; top is the kce of slot hi−1.
-func runLow(ru *run, sl []slot, lo, hi int, top int32, cells []cell, bad []int32) float64 {
+func (sr *searcher) runLow(ru *run, g0 time.Duration, lo, hi int, top int32, cells []cell, bad []int32) float64 {
 	first, last := max(int(ru.first), lo), min(int(ru.last), hi-1)
 	if b := bad[ru.ks]; bad[min(ru.kce, top)] != b {
 		// Some slot overlaps a missing hour: at most the first is feasible.
@@ -494,10 +572,12 @@ func runLow(ru *run, sl []slot, lo, hi int, top int32, cells []cell, bad []int32
 		}
 		last = first
 	}
+	j := first
 	if cells[ru.ke].v < cells[ru.ks].v {
-		return integral(&sl[last], cells)
+		j = last
 	}
-	return integral(&sl[first], cells)
+	sl := sr.slot(j, g0)
+	return integral(&sl, cells)
 }
 
 // tieBound returns the highest value that equals m within TieTolerance when

@@ -115,7 +115,40 @@ type Config struct {
 
 // Service answers scheduling and forecast requests. Safe for concurrent use.
 type Service struct {
-	cfg Config
+	cfg     Config
+	scratch sync.Pool // of *scratch
+}
+
+// scratch is the per-request working space of Schedule, recycled because
+// none of it outlives the call.
+type scratch struct {
+	fcs  []forecast.Forecast
+	errs []error
+	sc   []forecast.Candidate
+}
+
+// maxScratch bounds the candidates whose scratch is kept for reuse.
+const maxScratch = MaxCandidates + 1
+
+func (s *Service) getScratch(n int) *scratch {
+	sp, _ := s.scratch.Get().(*scratch)
+	if sp == nil {
+		sp = new(scratch)
+	}
+	sp.fcs = slices.Grow(sp.fcs[:0], n)[:n]
+	sp.errs = slices.Grow(sp.errs[:0], n)[:n]
+	sp.sc = slices.Grow(sp.sc[:0], n)
+	return sp
+}
+
+func (s *Service) putScratch(sp *scratch) {
+	if cap(sp.fcs) > maxScratch || cap(sp.sc) > maxScratch {
+		return
+	}
+	clear(sp.fcs)
+	clear(sp.errs)
+	clear(sp.sc[:cap(sp.sc)])
+	s.scratch.Put(sp)
 }
 
 // New validates cfg and returns a Service.
@@ -200,16 +233,19 @@ func (s *Service) Schedule(ctx context.Context, req Request) (Decision, error) {
 
 	zones := cands
 	if !slices.Contains(cands, origin) {
-		zones = append(slices.Clip(cands), origin)
+		zones = append(cands, origin) // cands has room: see candidates
 	}
-	fcs, errs := s.fetch(ctx, zones, signal)
+	sp := s.getScratch(len(zones))
+	defer s.putScratch(sp)
+	fcs, errs := sp.fcs, sp.errs
+	s.fetch(ctx, zones, signal, fcs, errs)
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
 
 	d := Decision{Signal: signal, Clock: now, Provenance: make(map[forecast.Zone]forecast.Provenance, len(zones))}
 	var failed []forecast.ZoneReason
-	sc := make([]forecast.Candidate, 0, len(cands))
+	sc := sp.sc
 	for i, z := range zones {
 		if errs[i] != nil {
 			if i < len(cands) {
@@ -299,8 +335,8 @@ func (s *Service) query(req Request, now time.Time) (forecast.Query, error) {
 }
 
 // candidates returns the distinct candidate zones in request order (zones,
-// then locations) and, per zone mapped from locations, the first of its
-// locations by (provider, region).
+// then locations), with room for one more, and, per zone mapped from
+// locations, the first of its locations by (provider, region).
 func (s *Service) candidates(req Request) ([]forecast.Zone, map[forecast.Zone]*Location, error) {
 	if n := len(req.Zones) + len(req.Locations); n == 0 {
 		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, "zones", "no candidates: give zones, locations or both")
@@ -311,18 +347,30 @@ func (s *Service) candidates(req Request) ([]forecast.Zone, map[forecast.Zone]*L
 		}
 		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, field, "%d candidates; at most %d", n, MaxCandidates)
 	}
-	var zones []forecast.Zone
-	seen := make(map[forecast.Zone]bool, len(req.Zones)+len(req.Locations))
+	n := len(req.Zones) + len(req.Locations)
+	zones := make([]forecast.Zone, 0, n+1)
+	// A few candidates are told apart by a scan, more by a map.
+	var seen map[forecast.Zone]bool
+	if n > 16 {
+		seen = make(map[forecast.Zone]bool, n)
+	}
+	add := func(z forecast.Zone) {
+		if seen == nil {
+			if !slices.Contains(zones, z) {
+				zones = append(zones, z)
+			}
+		} else if !seen[z] {
+			seen[z] = true
+			zones = append(zones, z)
+		}
+	}
 	var unknown []string
 	for _, z := range req.Zones {
 		if !s.cfg.Known(z) {
 			unknown = append(unknown, string(z))
 			continue
 		}
-		if !seen[z] {
-			seen[z] = true
-			zones = append(zones, z)
-		}
+		add(z)
 	}
 	if len(unknown) > 0 {
 		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, "zones", "unknown zone(s): %s", strings.Join(unknown, ", "))
@@ -349,10 +397,7 @@ func (s *Service) candidates(req Request) ([]forecast.Zone, map[forecast.Zone]*L
 		if cur := located[z]; cur == nil || cmp.Or(strings.Compare(l.Provider, cur.Provider), strings.Compare(l.Region, cur.Region)) < 0 {
 			located[z] = &l
 		}
-		if !seen[z] {
-			seen[z] = true
-			zones = append(zones, z)
-		}
+		add(z)
 	}
 	if len(bad) > 0 {
 		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, "locations", "unknown or unmapped region(s): %s", strings.Join(bad, "; "))
@@ -360,11 +405,9 @@ func (s *Service) candidates(req Request) ([]forecast.Zone, map[forecast.Zone]*L
 	return zones, located, nil
 }
 
-// fetch returns the forecasts of zones: cache hits directly, misses
-// concurrently.
-func (s *Service) fetch(ctx context.Context, zones []forecast.Zone, signal forecast.Signal) ([]forecast.Forecast, []error) {
-	fcs := make([]forecast.Forecast, len(zones))
-	errs := make([]error, len(zones))
+// fetch sets fcs[i] or errs[i] to the forecast of zones[i] or why there is
+// none: cache hits directly, misses concurrently.
+func (s *Service) fetch(ctx context.Context, zones []forecast.Zone, signal forecast.Signal, fcs []forecast.Forecast, errs []error) {
 	var wg sync.WaitGroup
 	for i, z := range zones {
 		k := cache.Key{Zone: z, Signal: signal}
@@ -375,7 +418,6 @@ func (s *Service) fetch(ctx context.Context, zones []forecast.Zone, signal forec
 		wg.Go(func() { fcs[i], errs[i] = s.cfg.Forecasts.Get(ctx, k) })
 	}
 	wg.Wait()
-	return fcs, errs
 }
 
 func placement(w forecast.Window, located map[forecast.Zone]*Location) Placement {

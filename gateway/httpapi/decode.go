@@ -49,16 +49,20 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "empty request body: want a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return gateway.Request{}, jsonError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "unexpected data after the JSON object")
-	}
-	if body[firstNonSpace(body)] != '{' {
-		return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "request body must be a JSON object")
+	if sw, ok := scanSchedule(body); ok {
+		w = sw
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&w); err != nil {
+			return gateway.Request{}, jsonError(err)
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "unexpected data after the JSON object")
+		}
+		if body[firstNonSpace(body)] != '{' {
+			return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "request body must be a JSON object")
+		}
 	}
 
 	var req gateway.Request
@@ -67,6 +71,9 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 	}
 	if len(w.Locations) > maxListed {
 		return req, forecast.FieldErrorf(forecast.EINVALID, "locations", "%d locations; at most %d candidates", len(w.Locations), gateway.MaxCandidates)
+	}
+	if len(w.Zones) > 0 {
+		req.Zones = make([]forecast.Zone, 0, len(w.Zones))
 	}
 	for i, s := range w.Zones {
 		z, err := forecast.ParseZone(s)

@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
+	"reflect"
 	"testing"
 	"time"
 
@@ -139,4 +143,69 @@ func FuzzDecodeScheduleRequest(f *testing.F) {
 			t.Fatalf("accepted duration %v step %v", req.Duration, req.Step)
 		}
 	})
+}
+
+// scanCases are bodies for checking scanSchedule against encoding/json:
+// ones it takes and ones it must leave to encoding/json.
+var scanCases = []string{
+	benchBody,
+	`{"zones":["DE","SE","PL","ES"],"duration":"PT3H","deadline":"2021-06-03T00:00:00Z"}`,
+	" \t\r\n{ \"zones\" : [ \"de\" , \"SE\" ] , \"duration\" : \"3h\" , \"earliest_start\" : \"2021-06-01T00:00:00+02:00\" , \"deadline\" : \"2021-06-03T00:00:00Z\" , \"signal\" : \"direct\" , \"origin\" : \"pl\" , \"step\" : \"15m\" } \n",
+	`{}`, `{"zones":[]}`, `{"zones":[],"duration":""}`, `{"duration":"\u0050T3H"}`, `{"duration":"P\u00e9"}`,
+	`{"Zones":["DE"],"duration":"1h"}`, `{"zones":["DE"],"zones":["SE"],"duration":"1h"}`,
+	`{"zones":null,"duration":"1h"}`, `{"zones":["DE"],"duration":null}`, `{"zones":["DE",1],"duration":"1h"}`,
+	`{"zones":["DE"],"duration":"1h",}`, `{"zones":["DE",],"duration":"1h"}`, `{"zones":["DE"] "duration":"1h"}`,
+	`{"zones":["DE"],"duration":"1h"} x`, `{"zones":["DE"],"duration":"1h"}{}`, `{"zones":["DE"],"duration":"1h"`,
+	`{"locations":[{"provider":"aws","region":"eu-central-1"}],"duration":"3h"}`, `{"priority":1}`,
+	"{\"zones\":[\"D\tE\"]}", "{\"zones\":[\"D\x7fE\"]}", "{\"zones\":[\"D\xffE\"]}", `{"zones":["a\"b"]}`,
+	`[]`, `null`, `"x"`, `{`, `}`, `{"zones"}`, `{"zones":}`, `{"zones":[}`, `{"zones":"DE"}`,
+}
+
+// TestScanScheduleMatchesEncodingJSON checks that scanSchedule, when it
+// takes a body, decodes it as encoding/json does without error.
+func TestScanScheduleMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	took := 0
+	for _, body := range scanCases {
+		if checkScan(t, []byte(body)) {
+			took++
+		}
+	}
+	if took < 5 {
+		t.Fatalf("scanSchedule took %d of the bodies, want at least 5", took)
+	}
+}
+
+func FuzzScanSchedule(f *testing.F) {
+	for _, s := range scanCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkScan(t, body) })
+}
+
+// checkScan fails t when scanSchedule takes body but encoding/json (as
+// DecodeScheduleRequest uses it) rejects it or decodes it differently, and
+// reports whether scanSchedule took it.
+func checkScan(t *testing.T, body []byte) bool {
+	t.Helper()
+	got, ok := scanSchedule(body)
+	if !ok {
+		return false
+	}
+	var want scheduleJSON
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&want); err != nil {
+		t.Fatalf("scanSchedule took %q, encoding/json: %v", body, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		t.Fatalf("scanSchedule took %q, encoding/json finds more after the object", body)
+	}
+	if body[firstNonSpace(body)] != '{' {
+		t.Fatalf("scanSchedule took %q, not an object", body)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("scanSchedule(%q) = %+v, encoding/json %+v", body, got, want)
+	}
+	return true
 }

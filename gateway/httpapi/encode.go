@@ -57,7 +57,8 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 	if b.Provenance == nil {
 		e.raw("null")
 	} else {
-		keys := make([]string, 0, len(b.Provenance))
+		var arr [32]string
+		keys := arr[:0]
 		for k := range b.Provenance {
 			keys = append(keys, k)
 		}
@@ -102,6 +103,13 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 type encoder struct {
 	b   []byte
 	err error
+	// The last few times written, and where: a response repeats a few
+	// times (window bounds, issue times) many times.
+	times [8]struct {
+		t    time.Time
+		i, j int
+	}
+	next int // the entry of times to overwrite next
 }
 
 func (e *encoder) raw(s string) { e.b = append(e.b, s...) }
@@ -165,15 +173,27 @@ func (e *encoder) float(f float64) {
 	}
 }
 
-// time writes t as time.Time.MarshalJSON does.
+// time writes t as time.Time.MarshalJSON does. Identical time.Time values
+// (same instant, location and monotonic reading) format identically, so a
+// time written recently is copied from where it was written.
 func (e *encoder) time(t time.Time) {
+	for k := range e.times {
+		if c := &e.times[k]; c.j > 0 && c.t == t {
+			e.b = append(e.b, e.b[c.i:c.j]...)
+			return
+		}
+	}
 	if y := t.Year(); y < 0 || y > 9999 {
 		if _, err := t.MarshalJSON(); e.err == nil {
 			e.err = err
 		}
 		return
 	}
+	i := len(e.b)
 	e.b = append(e.b, '"')
 	e.b = t.AppendFormat(e.b, time.RFC3339Nano)
 	e.b = append(e.b, '"')
+	c := &e.times[e.next]
+	c.t, c.i, c.j = t, i, len(e.b)
+	e.next = (e.next + 1) % len(e.times)
 }

@@ -15,8 +15,19 @@ func TestAppendScheduleMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	strs := []string{"", "DE", "US-CAL-CISO", `quote " and \ backslash`, "tab\tnewline\n", "ünïcödé", "\u2028", "bad \xff utf8", "<html>&"}
 	floats := []float64{0, 1, -1, 123.456, 1e-7, 2.5e-9, 1e21, 1e20, 36.53666666666671, -0.0}
+	// Half the times repeat, as window bounds and issue times do; some are
+	// not in UTC.
+	var seen []time.Time
 	tm := func() time.Time {
-		return time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15)))
+		if len(seen) > 0 && r.IntN(2) == 0 {
+			return seen[r.IntN(len(seen))]
+		}
+		t := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15)))
+		if r.IntN(8) == 0 {
+			t = t.In(time.FixedZone("X", 3600))
+		}
+		seen = append(seen, t)
+		return t
 	}
 	pl := func() placementJSON {
 		p := placementJSON{Zone: strs[r.IntN(len(strs))], Start: tm(), End: tm(), MeanIntensity: floats[r.IntN(len(floats))]}

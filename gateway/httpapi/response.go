@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -46,6 +48,8 @@ type scheduleBody struct {
 	Unit         string                    `json:"unit"`
 	Clock        clockJSON                 `json:"clock"`
 	RequestID    string                    `json:"request_id"`
+
+	baseline placementJSON // what Baseline points to, when scheduleResponse sets it
 }
 
 type forecastBody struct {
@@ -90,23 +94,37 @@ func provenanceOf(p forecast.Provenance) provenanceJSON {
 
 func clockOf(r gateway.Reading) clockJSON { return clockJSON{Mode: r.Mode, Now: r.Now.UTC()} }
 
-func scheduleResponse(d gateway.Decision, id string) scheduleBody {
-	out := scheduleBody{
+// scheduleResponse returns the wire form of d. The caller may hand it back
+// to releaseSchedule once it is encoded, so that its slices and map are
+// reused.
+func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
+	out := schedulePool.Get().(*scheduleBody)
+	alts, infeasible, prov := out.Alternatives[:0], out.Infeasible[:0], out.Provenance
+	if prov == nil {
+		prov = make(map[string]provenanceJSON, len(d.Provenance))
+	}
+	if alts == nil {
+		alts = make([]placementJSON, 0, len(d.Alternatives)) // [], not null, when empty
+	}
+	*out = scheduleBody{
 		Decision:     placementOf(d.Decision),
 		SavingsPct:   d.SavingsPct,
-		Alternatives: make([]placementJSON, len(d.Alternatives)),
-		Provenance:   make(map[string]provenanceJSON, len(d.Provenance)),
+		Alternatives: slices.Grow(alts, len(d.Alternatives))[:len(d.Alternatives)],
+		Provenance:   prov,
 		Signal:       string(d.Signal),
 		Unit:         gateway.Unit,
 		Clock:        clockOf(d.Clock),
 		RequestID:    id,
 	}
 	if d.Baseline != nil {
-		b := placementOf(*d.Baseline)
-		out.Baseline = &b
+		out.baseline = placementOf(*d.Baseline)
+		out.Baseline = &out.baseline
 	}
 	for i, a := range d.Alternatives {
 		out.Alternatives[i] = placementOf(a)
+	}
+	if len(d.Infeasible) > 0 {
+		out.Infeasible = infeasible
 	}
 	for _, r := range d.Infeasible {
 		out.Infeasible = append(out.Infeasible, zoneReasonJSON{Zone: string(r.Zone), Reason: r.Reason})
@@ -115,6 +133,22 @@ func scheduleResponse(d gateway.Decision, id string) scheduleBody {
 		out.Provenance[string(z)] = provenanceOf(p)
 	}
 	return out
+}
+
+// schedulePool recycles the scheduleBody values of scheduleResponse.
+var schedulePool = sync.Pool{New: func() any { return new(scheduleBody) }}
+
+// releaseSchedule empties b and recycles it, unless it grew large.
+func releaseSchedule(b *scheduleBody) {
+	if cap(b.Alternatives) > gateway.MaxCandidates || cap(b.Infeasible) > gateway.MaxCandidates || len(b.Provenance) > gateway.MaxCandidates+1 {
+		return
+	}
+	alts, infeasible, prov := b.Alternatives[:0], b.Infeasible[:0], b.Provenance
+	clear(alts[:cap(alts)])
+	clear(infeasible[:cap(infeasible)])
+	clear(prov)
+	*b = scheduleBody{Alternatives: alts, Infeasible: infeasible, Provenance: prov}
+	schedulePool.Put(b)
 }
 
 func forecastResponse(fc forecast.Forecast, now gateway.Reading, id string) forecastBody {

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -76,6 +75,48 @@ type Server struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	sources  *prometheus.CounterVec
+
+	// The children of the vectors above, looked up once per label values
+	// rather than per request.
+	requestsBy labelCache[routeCode, prometheus.Counter]
+	latencyBy  labelCache[string, prometheus.Observer]
+	sourcesBy  labelCache[forecast.Source, prometheus.Counter]
+}
+
+// routeCode labels carbongate_http_requests_total.
+type routeCode struct {
+	route string
+	code  int
+}
+
+// labelCache remembers the children of a metric vector by label values,
+// up to maxCached of them (label values are routes, status codes and
+// fallback steps: a handful); get creates the child with make on a miss.
+type labelCache[K comparable, M any] struct {
+	make func(K) M
+	mu   sync.RWMutex
+	m    map[K]M
+}
+
+const maxCached = 256
+
+func (c *labelCache[K, M]) get(k K) M {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = c.make(k)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[K]M)
+	}
+	if len(c.m) < maxCached {
+		c.m[k] = v
+	}
+	c.mu.Unlock()
+	return v
 }
 
 // New returns a Server with every route registered.
@@ -101,6 +142,11 @@ func New(cfg Config) (*Server, error) {
 			Name: "carbongate_decision_forecast_sources_total", Help: "Forecasts used by scheduling decisions, by fallback step.",
 		}, []string{"source"}),
 	}
+	s.requestsBy.make = func(k routeCode) prometheus.Counter {
+		return s.requests.WithLabelValues(k.route, strconv.Itoa(k.code))
+	}
+	s.latencyBy.make = func(route string) prometheus.Observer { return s.latency.WithLabelValues(route) }
+	s.sourcesBy.make = func(src forecast.Source) prometheus.Counter { return s.sources.WithLabelValues(string(src)) }
 	for _, c := range []prometheus.Collector{s.requests, s.latency, s.sources} {
 		if err := cfg.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
@@ -187,8 +233,8 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		el := time.Since(t0)
-		s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		s.latency.WithLabelValues(route).Observe(el.Seconds())
+		s.requestsBy.get(routeCode{route, status}).Inc()
+		s.latencyBy.get(route).Observe(el.Seconds())
 		if s.cfg.AccessLog {
 			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
 				slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
@@ -351,7 +397,11 @@ func writeBytes(c echo.Context, status int, b []byte) error {
 
 func (s *Server) schedule(c echo.Context) error {
 	req := c.Request()
-	mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	ct := req.Header.Get(echo.HeaderContentType)
+	mt, err := ct, error(nil)
+	if ct != echo.MIMEApplicationJSON { // the usual case needs no parsing
+		mt, _, err = mime.ParseMediaType(ct)
+	}
 	if err != nil || mt != echo.MIMEApplicationJSON {
 		return &httpError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
 			message: "Content-Type must be application/json"}
@@ -359,15 +409,18 @@ func (s *Server) schedule(c echo.Context) error {
 	if req.ContentLength > MaxBodyBytes {
 		return tooLarge()
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes))
-	if err != nil {
+	// The decoded request shares nothing with the body, so the buffer is
+	// reused.
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	if _, err := buf.ReadFrom(http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes)); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return tooLarge()
 		}
 		return forecast.FieldErrorf(forecast.EINVALID, "body", "cannot read the request body")
 	}
-	r, err := DecodeScheduleRequest(body)
+	r, err := DecodeScheduleRequest(buf.Bytes())
 	if err != nil {
 		return err
 	}
@@ -376,11 +429,12 @@ func (s *Server) schedule(c echo.Context) error {
 		return err
 	}
 	for _, p := range d.Provenance {
-		s.sources.WithLabelValues(string(p.Source)).Inc()
+		s.sourcesBy.get(p.Source).Inc()
 	}
 	out := scheduleResponse(d, c.Get(keyRequestID).(string))
+	defer releaseSchedule(out)
 	bp := slicePool.Get().(*[]byte)
-	b, err := appendSchedule((*bp)[:0], &out)
+	b, err := appendSchedule((*bp)[:0], out)
 	defer func() {
 		if cap(b) <= 64<<10 {
 			*bp = b
