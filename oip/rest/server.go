@@ -1,0 +1,341 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/oip"
+)
+
+// DefaultMaxBodyBytes is the default limit on an infer request body.
+const DefaultMaxBodyBytes = 64 << 20
+
+// HandlerOption configures NewHandler.
+type HandlerOption func(*Handler)
+
+// WithMaxBodyBytes limits infer request bodies to n bytes (default
+// DefaultMaxBodyBytes); larger bodies are answered 413.
+func WithMaxBodyBytes(n int64) HandlerOption {
+	return func(h *Handler) {
+		if n > 0 {
+			h.maxBody = n
+		}
+	}
+}
+
+// WithLogger sets where internal errors are logged (default: discarded).
+func WithLogger(l *slog.Logger) HandlerOption {
+	return func(h *Handler) {
+		if l != nil {
+			h.log = l
+		}
+	}
+}
+
+// Handler serves a Backend over the OIP REST protocol:
+//
+//	GET  /v2/health/live, /v2/health/ready        200, or 503 {"error"}
+//	GET  /v2                                      server metadata
+//	GET  /v2/models/{m}[/versions/{v}]            model metadata
+//	GET  /v2/models/{m}[/versions/{v}]/ready      200, 503 not ready, 404 unknown
+//	POST /v2/models/{m}[/versions/{v}]/infer      JSON or binary tensor extension
+//
+// Errors are non-2xx with {"error": "..."}: EINVALID 400, ENOTFOUND 404,
+// EUNAVAILABLE 503, a body over the limit 413, a wrong method 405, anything
+// else 500 with a generic message (the cause is logged).
+type Handler struct {
+	b       oip.Backend
+	maxBody int64
+	log     *slog.Logger
+	mux     *http.ServeMux
+	bufs    sync.Pool
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns a Handler serving b.
+func NewHandler(b oip.Backend, opts ...HandlerOption) *Handler {
+	h := &Handler{
+		b:       b,
+		maxBody: DefaultMaxBodyBytes,
+		log:     slog.New(slog.DiscardHandler),
+		mux:     http.NewServeMux(),
+	}
+	h.bufs.New = func() any { return new(bytes.Buffer) }
+	for _, o := range opts {
+		o(h)
+	}
+	h.route("GET /v2/health/live", h.live)
+	h.route("GET /v2/health/ready", h.ready)
+	h.route("GET /v2", h.serverMetadata)
+	h.route("GET /v2/models/{model}", h.modelMetadata)
+	h.route("GET /v2/models/{model}/versions/{version}", h.modelMetadata)
+	h.route("GET /v2/models/{model}/ready", h.modelReady)
+	h.route("GET /v2/models/{model}/versions/{version}/ready", h.modelReady)
+	h.route("POST /v2/models/{model}/infer", h.infer)
+	h.route("POST /v2/models/{model}/versions/{version}/infer", h.infer)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, r, forecast.Errorf(forecast.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return h
+}
+
+// route registers fn for pattern and a JSON 405 for the path's other methods.
+func (h *Handler) route(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+	method, path, _ := cutSpace(pattern)
+	h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", method)
+		writeJSON(w, http.StatusMethodNotAllowed, wireError{Error: "method " + r.Method + " not allowed"})
+	})
+}
+
+func cutSpace(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// errTooLarge marks a body over the limit.
+var errTooLarge = errors.New("request body too large")
+
+// statusOf is the one table from error codes to HTTP statuses.
+func statusOf(err error) int {
+	if errors.Is(err, errTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
+	switch forecast.ErrorCode(err) {
+	case forecast.EINVALID:
+		return http.StatusBadRequest
+	case forecast.ENOTFOUND:
+		return http.StatusNotFound
+	case forecast.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	msg := forecast.ErrorMessage(err)
+	switch {
+	case status == http.StatusRequestEntityTooLarge:
+		msg = "request body larger than " + strconv.FormatInt(h.maxBody, 10) + " bytes"
+	case status == http.StatusServiceUnavailable && forecast.ErrorCode(err) != forecast.EUNAVAILABLE:
+		msg = "deadline exceeded"
+	case status == http.StatusInternalServerError:
+		msg = "internal error"
+		h.log.ErrorContext(r.Context(), "oip rest: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, wireError{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (h *Handler) live(w http.ResponseWriter, r *http.Request) error {
+	ok, err := h.b.ServerLive(r.Context())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return forecast.Errorf(forecast.EUNAVAILABLE, "server not live")
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"live": true})
+	return nil
+}
+
+func (h *Handler) ready(w http.ResponseWriter, r *http.Request) error {
+	ok, err := h.b.ServerReady(r.Context())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return forecast.Errorf(forecast.EUNAVAILABLE, "server not ready")
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
+	return nil
+}
+
+func (h *Handler) serverMetadata(w http.ResponseWriter, r *http.Request) error {
+	md, err := h.b.ServerMetadata(r.Context())
+	if err != nil {
+		return err
+	}
+	ext := md.Extensions
+	if ext == nil {
+		ext = []string{}
+	}
+	writeJSON(w, http.StatusOK, wireServerMeta{Name: md.Name, Version: md.Version, Extensions: ext})
+	return nil
+}
+
+func (h *Handler) modelMetadata(w http.ResponseWriter, r *http.Request) error {
+	md, err := h.b.ModelMetadata(r.Context(), r.PathValue("model"), r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, metaToWire(md))
+	return nil
+}
+
+func (h *Handler) modelReady(w http.ResponseWriter, r *http.Request) error {
+	m, v := r.PathValue("model"), r.PathValue("version")
+	ok, err := h.b.ModelReady(r.Context(), m, v)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return forecast.Errorf(forecast.EUNAVAILABLE, "model %q not ready", m)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Name  string `json:"name"`
+		Ready bool   `json:"ready"`
+	}{m, true})
+	return nil
+}
+
+func (h *Handler) infer(w http.ResponseWriter, r *http.Request) error {
+	m, v := r.PathValue("model"), r.PathValue("version")
+	if r.ContentLength > h.maxBody {
+		return errTooLarge
+	}
+	buf := h.bufs.Get().(*bytes.Buffer)
+	defer h.putBuf(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody)); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errTooLarge
+		}
+		return forecast.Errorf(forecast.EINVALID, "reading request body: %v", err)
+	}
+	req, err := decodeRequest(buf.Bytes(), r.Header.Get(HeaderInferenceLength))
+	if err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	resp, err := h.b.Infer(r.Context(), m, v, req)
+	if err != nil {
+		return err
+	}
+	if resp == nil {
+		return errors.New("backend returned no response")
+	}
+	if resp.ID == "" {
+		resp.ID = req.ID
+	}
+	if resp.ModelName == "" {
+		resp.ModelName = m
+	}
+	if resp.ModelVersion == "" {
+		resp.ModelVersion = v
+	}
+	if len(req.Outputs) > 0 {
+		if resp, err = selectOutputs(resp, req.Outputs); err != nil {
+			return err
+		}
+	}
+	if err := resp.Validate(); err != nil {
+		return forecast.Errorf(forecast.EINTERNAL, "backend response for model %q: %v", m, err)
+	}
+	buf.Reset()
+	out, jsonLen, err := encodeResponse(buf.AvailableBuffer(), resp, binaryOutputs(req))
+	if err != nil {
+		return forecast.Errorf(forecast.EINTERNAL, "encoding response of model %q: %v", m, err)
+	}
+	hd := w.Header()
+	if jsonLen >= 0 {
+		hd.Set("Content-Type", "application/octet-stream")
+		hd.Set(HeaderInferenceLength, strconv.Itoa(jsonLen))
+	} else {
+		hd.Set("Content-Type", "application/json")
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	if cap(out) > buf.Cap() {
+		// Keep the grown buffer for the next request.
+		*buf = *bytes.NewBuffer(out[:0])
+	}
+	return nil
+}
+
+const maxPooledBuf = 1 << 20
+
+func (h *Handler) putBuf(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBuf {
+		h.bufs.Put(b)
+	}
+}
+
+// selectOutputs keeps the requested outputs, in request order.
+func selectOutputs(resp *oip.InferenceResponse, want []oip.RequestedOutput) (*oip.InferenceResponse, error) {
+	outs := make([]oip.Tensor, 0, len(want))
+	for _, o := range want {
+		t := resp.Output(o.Name)
+		if t == nil {
+			return nil, forecast.FieldErrorf(forecast.EINVALID, o.Name, "model %q has no output %q", resp.ModelName, o.Name)
+		}
+		outs = append(outs, *t)
+	}
+	cp := *resp
+	cp.Outputs = outs
+	return &cp, nil
+}
+
+// binaryOutputs returns which outputs the request wants in binary: an
+// output-level binary_data wins over the request-level binary_data_output.
+func binaryOutputs(req *oip.InferenceRequest) func(string) bool {
+	all, _ := paramBool(req.Parameters, ParamBinaryOutput)
+	per := false
+	for _, o := range req.Outputs {
+		if _, ok := paramBool(o.Parameters, ParamBinaryData); ok {
+			per = true
+			break
+		}
+	}
+	if !all && !per {
+		return nil
+	}
+	return func(name string) bool {
+		for _, o := range req.Outputs {
+			if o.Name == name {
+				if v, ok := paramBool(o.Parameters, ParamBinaryData); ok {
+					return v
+				}
+			}
+		}
+		return all
+	}
+}
