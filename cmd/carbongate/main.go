@@ -4,6 +4,13 @@
 //
 //	carbongate --addr :8080 --models DIR --clock replay --replay-start 2021-06-01T00:00:00Z
 //
+// With --routes FILE (a YAML list of OIP model endpoints, see package
+// gateway/routes) each routed zone is forecast by its remote model first:
+// remote zone model → remote generic model → in-process models → baseline
+// → climatology, each remote step bounded by --upstream-timeout and
+// guarded by a per-endpoint circuit breaker. The file is re-read every
+// --route-refresh.
+//
 // On SIGTERM or SIGINT it drains: /readyz fails, it waits --drain-delay for
 // load balancers to notice, then shuts the HTTP server down within
 // --shutdown-timeout.
@@ -36,6 +43,10 @@ import (
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/remote/breaker"
+	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/gateway/router"
+	"github.com/carbongate/carbongate/gateway/routes"
 )
 
 func main() {
@@ -84,6 +95,15 @@ type Main struct {
 	AccessLog       bool
 	Stderr          io.Writer // logs; default os.Stderr
 
+	RoutesFile      string        // --routes: static route file; "" = none
+	RouteRefresh    time.Duration // how often the routes are re-read
+	UpstreamTimeout time.Duration // each remote step
+	BreakerFailures int           // consecutive failures that open an endpoint's breaker
+	BreakerCooldown time.Duration // how long an open breaker fails fast before a probe
+	// RouteSource, when set by code (KServe discovery), is where remote
+	// models are routed from instead of RoutesFile; setting both is an error.
+	RouteSource route.Source
+
 	Logger *slog.Logger
 
 	ln        net.Listener
@@ -111,6 +131,10 @@ func NewMain() *Main {
 		LogLevel:        slog.LevelInfo,
 		AccessLog:       true,
 		Stderr:          os.Stderr,
+		RouteRefresh:    router.DefaultRefresh,
+		UpstreamTimeout: embedded.DefaultUpstreamTimeout,
+		BreakerFailures: breaker.DefaultFailures,
+		BreakerCooldown: breaker.DefaultCooldown,
 		done:            make(chan error, 1),
 	}
 }
@@ -130,8 +154,23 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.ShutdownTimeout, "shutdown-timeout", m.ShutdownTimeout, "how long in-flight requests may take to finish at shutdown")
 	level := fs.String("log-level", m.LogLevel.String(), "log level: debug, info, warn or error")
 	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every request")
+	fs.StringVar(&m.RoutesFile, "routes", m.RoutesFile, "YAML file of remote OIP model endpoints (- {zone: DE|generic, protocol: rest|grpc, url, model, authority?}); absent: in-process models only")
+	fs.DurationVar(&m.RouteRefresh, "route-refresh", m.RouteRefresh, "how often the routes are re-read (a changed endpoint gets a new client; calls in flight finish)")
+	fs.DurationVar(&m.UpstreamTimeout, "upstream-timeout", m.UpstreamTimeout, "bound of each remote fallback step, retries of a cold (\"not ready\") model included")
+	fs.IntVar(&m.BreakerFailures, "breaker-failures", m.BreakerFailures, "consecutive failures that open an endpoint's circuit breaker")
+	fs.DurationVar(&m.BreakerCooldown, "breaker-cooldown", m.BreakerCooldown, "how long an open breaker fails fast before it lets one probe through")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch {
+	case m.RouteRefresh <= 0:
+		return fmt.Errorf("--route-refresh must be positive, got %v", m.RouteRefresh)
+	case m.UpstreamTimeout <= 0:
+		return fmt.Errorf("--upstream-timeout must be positive, got %v", m.UpstreamTimeout)
+	case m.BreakerFailures < 1:
+		return fmt.Errorf("--breaker-failures must be at least 1, got %d", m.BreakerFailures)
+	case m.BreakerCooldown <= 0:
+		return fmt.Errorf("--breaker-cooldown must be positive, got %v", m.BreakerCooldown)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -175,9 +214,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.ModelsDir == "" {
 		m.Logger.Warn("no --models directory; serving with the baseline and climatology only")
 	}
+	src, err := m.routeSource()
+	if err != nil {
+		return err
+	}
 	m.gw, err = embedded.New(embedded.Config{
 		Tables: tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
 		Horizon: m.Horizon, Step: m.Step, Registerer: reg, Logger: m.Logger,
+		Routes: src, RouteRefresh: m.RouteRefresh, UpstreamTimeout: m.UpstreamTimeout,
+		Breaker: breaker.Config{Failures: m.BreakerFailures, Cooldown: m.BreakerCooldown},
 	})
 	if err != nil {
 		return err
@@ -226,10 +271,32 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Logger.Info("forecasts warm", "zones", len(m.gw.DataZones()), "elapsed_ms", time.Since(t0).Milliseconds())
 	}()
 	zm, gm := m.gw.Models()
+	remotes := 0
+	if m.gw.Router != nil {
+		remotes = len(m.gw.Router.Endpoints())
+	}
 	now := clk.Now()
 	m.Logger.Info("carbongate listening", "addr", m.ln.Addr().String(), "clock", clk.Mode(), "now", now.Format(time.RFC3339),
-		"zones_with_data", len(tables), "zone_models", zm, "generic_models", gm, "horizon", m.Horizon.String())
+		"zones_with_data", len(tables), "zone_models", zm, "generic_models", gm, "remote_endpoints", remotes, "horizon", m.Horizon.String())
 	return nil
+}
+
+// routeSource returns where remote models are routed from: RouteSource,
+// the --routes file (validated now, re-read at every refresh) or nothing.
+func (m *Main) routeSource() (route.Source, error) {
+	switch {
+	case m.RouteSource != nil && m.RoutesFile != "":
+		return nil, errors.New("--routes and a discovery route source are both set; use one")
+	case m.RouteSource != nil:
+		return m.RouteSource, nil
+	case m.RoutesFile != "":
+		f, err := routes.NewFile(m.RoutesFile)
+		if err != nil {
+			return nil, fmt.Errorf("--routes: %w", err)
+		}
+		return f, nil
+	}
+	return nil, nil
 }
 
 func (m *Main) loadData() (map[forecast.Zone]*dataset.Table, error) {

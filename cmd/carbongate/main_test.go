@@ -187,6 +187,10 @@ func TestParseFlags(t *testing.T) {
 		{"bad time", []string{"--replay-start", "yesterday"}, false},
 		{"bad level", []string{"--log-level", "loud"}, false},
 		{"extra args", []string{"serve"}, false},
+		{"routes", []string{"--routes", "routes.yaml", "--route-refresh", "10s", "--upstream-timeout", "300ms", "--breaker-failures", "2", "--breaker-cooldown", "5s"}, true},
+		{"zero upstream timeout", []string{"--upstream-timeout", "0s"}, false},
+		{"zero breaker failures", []string{"--breaker-failures", "0"}, false},
+		{"negative route refresh", []string{"--route-refresh", "-1s"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,8 @@
 // service over in-memory carbon-intensity tables, the cloud region table,
 // trained model directories (optional), an in-process seasonal-naive
 // baseline and climatology, behind the forecast cache. It needs no
-// services.
+// services; with Config.Routes (a static route file or KServe discovery)
+// remote OIP models come first in each zone's fallback chain.
 package embedded
 
 import (
@@ -10,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -22,11 +24,16 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
+	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/cache"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/fallback"
+	"github.com/carbongate/carbongate/gateway/remote"
+	"github.com/carbongate/carbongate/gateway/remote/breaker"
+	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/baseline"
@@ -38,6 +45,9 @@ import (
 const (
 	DefaultModelTimeout    = 2 * time.Second
 	DefaultBaselineTimeout = time.Second
+	// DefaultUpstreamTimeout bounds each remote step (zone, generic model
+	// over OIP), retries of a cold upstream included.
+	DefaultUpstreamTimeout = 800 * time.Millisecond
 	// BaselinePeriod is the season of the in-process baseline: yesterday's
 	// hours repeated.
 	BaselinePeriod = baseline.Daily
@@ -60,6 +70,25 @@ type Config struct {
 	// to inject slow or failing forecasters.
 	Forecasters func(zone forecast.Zone, signal forecast.Signal) forecast.Forecaster
 
+	// Routes lists the remote OIP model endpoints: a static route file
+	// (gateway/routes), KServe discovery, or anything else implementing
+	// route.Source. nil: no remote steps. New reads it once (an error fails
+	// New); Start re-reads it every RouteRefresh. With routes the chain is
+	// remote zone → remote generic → zone → generic (in-process) →
+	// baseline → climatology.
+	Routes route.Source
+	// Dial returns the client of an endpoint; nil: remote.Dial (oip/rest or
+	// oip/grpc by protocol).
+	Dial            router.Dialer
+	RouteRefresh    time.Duration   // default router.DefaultRefresh
+	UpstreamTimeout time.Duration   // each remote step; default DefaultUpstreamTimeout
+	Breaker         breaker.Config  // per endpoint: Failures, Cooldown (defaults in package breaker)
+	RemoteSignal    forecast.Signal // the signal remote models forecast; default lifecycle
+	// RetryInterval is how often a forecast served by a fallback step is
+	// recomputed in the background, and the longest the cache's refresh
+	// loop sleeps; default the cache's (1m).
+	RetryInterval time.Duration
+
 	Registerer prometheus.Registerer // nil: no metrics registered
 	Logger     *slog.Logger          // nil: discard
 }
@@ -69,6 +98,7 @@ type Gateway struct {
 	Service *gateway.Service
 	Cache   *cache.Cache
 	Chain   *fallback.Chain
+	Router  *router.Router // nil without Routes
 
 	tables  map[forecast.Zone]*dataset.Table
 	regions *regions.Table
@@ -97,6 +127,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.BaselineTimeout <= 0 {
 		cfg.BaselineTimeout = DefaultBaselineTimeout
+	}
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -129,8 +162,15 @@ func New(cfg Config) (*Gateway, error) {
 		}
 		base[sig] = models.NewForecaster(m, hist, "", forecast.SourceBaseline)
 	}
+	var steps []fallback.Step
+	if cfg.Routes != nil {
+		if err := g.route(cfg, hist, log); err != nil {
+			return nil, err
+		}
+		steps = g.remoteSteps(cfg)
+	}
 	chain, err := fallback.New(fallback.Config{
-		Steps: []fallback.Step{
+		Steps: append(steps, []fallback.Step{
 			{Source: forecast.SourceZone, Timeout: cfg.ModelTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
 				return model(z, s)
 			}},
@@ -154,11 +194,12 @@ func New(cfg Config) (*Gateway, error) {
 					return cfg.Regions.Climatology(z)
 				}}
 			}},
-		},
+		}...),
 		Known:      g.known,
 		Registerer: cfg.Registerer,
 	})
 	if err != nil {
+		g.closeRouter()
 		return nil, err
 	}
 	g.Chain = chain
@@ -166,12 +207,18 @@ func New(cfg Config) (*Gateway, error) {
 		Compute: func(ctx context.Context, k cache.Key, issue time.Time) (forecast.Forecast, error) {
 			return chain.Forecast(ctx, forecast.Request{Zone: k.Zone, Signal: k.Signal, Start: issue, Horizon: hours})
 		},
-		Now:      cfg.Clock.Now,
-		Logger:   log,
-		Metrics:  cfg.Registerer,
-		Degraded: chain.Degraded,
+		Now:           cfg.Clock.Now,
+		Logger:        log,
+		Metrics:       cfg.Registerer,
+		Degraded:      g.degraded,
+		RetryInterval: cfg.RetryInterval,
+		// The refresh loop computes its sleep from the entries it knows;
+		// waking every RetryInterval bounds how late a degraded entry
+		// that appeared during a sleep is retried.
+		Poll: cfg.RetryInterval,
 	})
 	if err != nil {
+		g.closeRouter()
 		return nil, err
 	}
 	g.Service, err = gateway.New(gateway.Config{
@@ -185,16 +232,107 @@ func New(cfg Config) (*Gateway, error) {
 	})
 	if err != nil {
 		g.Cache.Close()
+		g.closeRouter()
 		return nil, err
 	}
 	return g, nil
 }
 
-// Start starts the cache's refresh loop.
-func (g *Gateway) Start() { g.Cache.Start() }
+// route reads cfg.Routes once and builds the router.
+func (g *Gateway) route(cfg Config, hist forecast.History, log *slog.Logger) error {
+	dial := cfg.Dial
+	if dial == nil {
+		dial = remote.Dial
+	}
+	metrics, err := remote.NewMetrics(cfg.Registerer)
+	if err != nil {
+		return err
+	}
+	g.Router, err = router.New(router.Config{
+		Source: cfg.Routes, Dial: dial, History: hist, Signal: cfg.RemoteSignal,
+		Timeout: cfg.UpstreamTimeout, Breaker: cfg.Breaker, Metrics: metrics,
+		Refresh: cfg.RouteRefresh, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.Router.Refresh(ctx); err != nil {
+		g.closeRouter()
+		return fmt.Errorf("embedded: routes: %w", err)
+	}
+	eps := g.Router.Endpoints()
+	labels := make([]string, len(eps))
+	for i, e := range eps {
+		labels[i] = remote.Label(e)
+	}
+	log.Info("remote models routed", "endpoints", len(eps), "routes", labels)
+	return nil
+}
 
-// Close stops the cache and waits for its goroutines.
-func (g *Gateway) Close() error { return g.Cache.Close() }
+// remoteSteps are the chain's first steps with routes: the zone's remote
+// model, then the remote generic model. Both need the zone's history.
+func (g *Gateway) remoteSteps(cfg Config) []fallback.Step {
+	withData := func(pick func(forecast.Zone, forecast.Signal) forecast.Forecaster) func(forecast.Zone, forecast.Signal) forecast.Forecaster {
+		return func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+			if _, ok := g.tables[z]; !ok {
+				return nil
+			}
+			return pick(z, s)
+		}
+	}
+	return []fallback.Step{
+		{Source: forecast.SourceZone, Name: StepRemoteZone, Timeout: cfg.UpstreamTimeout, For: withData(g.Router.Zone)},
+		{Source: forecast.SourceGeneric, Name: StepRemoteGeneric, Timeout: cfg.UpstreamTimeout,
+			For: withData(func(_ forecast.Zone, s forecast.Signal) forecast.Forecaster { return g.Router.Generic(s) })},
+	}
+}
+
+// Names of the remote steps in provenance reasons ("remote zone: timed
+// out after 800ms"). The in-process steps are named by their source.
+const (
+	StepRemoteZone    = "remote zone"
+	StepRemoteGeneric = "remote generic"
+)
+
+// degraded reports whether a cached forecast should be recomputed before
+// the hour turns: an earlier step failed (Chain.Degraded) or, with remote
+// routes, a zone with data is not served by a zone model, since routes may
+// appear at any refresh (the cache is not told when they do).
+func (g *Gateway) degraded(fc forecast.Forecast) bool {
+	if g.Chain.Degraded(fc) {
+		return true
+	}
+	if g.Router == nil || fc.Provenance.Source == forecast.SourceZone {
+		return false
+	}
+	_, ok := g.tables[fc.Zone]
+	return ok
+}
+
+func (g *Gateway) closeRouter() {
+	if g.Router != nil {
+		g.Router.Close()
+	}
+}
+
+// Start starts the cache's refresh loop and, with routes, the route
+// refresh loop.
+func (g *Gateway) Start() {
+	g.Cache.Start()
+	if g.Router != nil {
+		g.Router.Start()
+	}
+}
+
+// Close stops the cache and waits for its goroutines, then closes the
+// remote endpoints' clients.
+func (g *Gateway) Close() error {
+	err := g.Cache.Close()
+	g.closeRouter()
+	return err
+}
 
 // Warm computes the current forecasts of every zone with data, for both
 // signals.
@@ -326,4 +464,34 @@ func (l locator) Locate(provider, region string) (forecast.Zone, error) {
 		return "", err
 	}
 	return r.Zone, nil
+}
+
+// NewBundled is New with the bundled data, the default cloud region table
+// and a replay clock at 2021-06-01T00:00:00Z (the carbongate default; the
+// bundled data covers the year before it) filled in where cfg leaves them unset.
+// With cfg.Routes = routes.Static(endpoints) it builds a gateway over a
+// list of remote models in one call (end-to-end and load tests).
+func NewBundled(cfg Config) (*Gateway, error) {
+	if cfg.Tables == nil {
+		t, err := bundled.Load()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tables = t
+	}
+	if cfg.Regions == nil {
+		r, err := regions.Default()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Regions = r
+	}
+	if cfg.Clock == nil {
+		c, err := clock.Parse(clock.ModeReplay, time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Clock = c
+	}
+	return New(cfg)
 }

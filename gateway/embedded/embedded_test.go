@@ -25,7 +25,7 @@ type fixed struct{ t time.Time }
 func (c fixed) Now() time.Time { return c.t }
 func (c fixed) Mode() string   { return "replay" }
 
-func newGateway(t *testing.T, cfg Config) *Gateway {
+func newGateway(t testing.TB, cfg Config) *Gateway {
 	t.Helper()
 	tables, err := bundled.Load()
 	if err != nil {

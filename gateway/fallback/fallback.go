@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 type Step struct {
 	// Source names the step in provenance and metrics.
 	Source forecast.Source
+	// Name names the step in reasons ("remote zone: circuit open"); default
+	// Source. Several steps may share a Source (a remote and an in-process
+	// zone model), not a Name.
+	Name string
 	// For returns the step's forecaster for zone and signal, or nil when the
 	// step has none for them (the chain then moves on and says so).
 	For func(zone forecast.Zone, signal forecast.Signal) forecast.Forecaster
@@ -52,16 +57,25 @@ func New(cfg Config) (*Chain, error) {
 	if len(cfg.Steps) == 0 {
 		return nil, forecast.Errorf(forecast.EINVALID, "fallback: no steps")
 	}
-	for i, s := range cfg.Steps {
+	steps := slices.Clone(cfg.Steps)
+	names := make(map[string]bool, len(steps))
+	for i, s := range steps {
 		if s.Source == "" || s.For == nil || s.Timeout < 0 {
 			return nil, forecast.Errorf(forecast.EINVALID, "fallback: step %d needs a source, a For function and a timeout ≥ 0", i)
 		}
+		if s.Name == "" {
+			steps[i].Name = string(s.Source)
+		}
+		if names[steps[i].Name] || strings.Contains(steps[i].Name, ";") {
+			return nil, forecast.Errorf(forecast.EINVALID, "fallback: step %d: name %q is taken or holds ';'", i, steps[i].Name)
+		}
+		names[steps[i].Name] = true
 	}
 	if cfg.Known == nil {
 		return nil, forecast.Errorf(forecast.EINVALID, "fallback: Known is required")
 	}
 	c := &Chain{
-		steps: cfg.Steps,
+		steps: steps,
 		known: cfg.Known,
 		answered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_forecasts_total",
@@ -110,7 +124,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 		}
 		f := s.For(req.Zone, req.Signal)
 		if f == nil {
-			why = append(why, fmt.Sprintf("%s: no %s forecaster for %s", s.Source, s.Source, req.Zone))
+			why = append(why, fmt.Sprintf("%s: no %s forecaster for %s", s.Name, s.Name, req.Zone))
 			continue
 		}
 		fc, err := c.try(ctx, s, f, req)
@@ -119,7 +133,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 				return forecast.Forecast{}, ctx.Err()
 			}
 			c.failed.WithLabelValues(string(s.Source)).Inc()
-			why = append(why, fmt.Sprintf("%s: %s", s.Source, describe(err, s.Timeout)))
+			why = append(why, fmt.Sprintf("%s: %s", s.Name, describe(err, s.Timeout)))
 			continue
 		}
 		fc.Zone, fc.Signal = req.Zone, req.Signal
@@ -138,22 +152,36 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 }
 
 // Degraded reports whether fc came from a later step than the first one
-// that has a forecaster for its zone and signal: an earlier step failed, and
-// a retry may do better.
+// that has a forecaster for its zone and signal now: an earlier step failed
+// (or had no forecaster then and has one now), and a retry may do better.
+// Steps of one Source are told apart by the reason, which names every step
+// before the one that answered.
 func (c *Chain) Degraded(fc forecast.Forecast) bool {
-	first, ok := c.FirstSource(fc.Zone, fc.Signal)
-	return ok && first != fc.Provenance.Source
+	first, ok := c.first(fc.Zone, fc.Signal)
+	if !ok {
+		return false
+	}
+	if first.Source != fc.Provenance.Source {
+		return true
+	}
+	r := fc.Provenance.Reason
+	return strings.HasPrefix(r, first.Name+": ") || strings.Contains(r, "; "+first.Name+": ")
 }
 
 // FirstSource returns the first step that has a forecaster for zone and
 // signal: the step that answers when nothing fails.
 func (c *Chain) FirstSource(zone forecast.Zone, signal forecast.Signal) (forecast.Source, bool) {
+	s, ok := c.first(zone, signal)
+	return s.Source, ok
+}
+
+func (c *Chain) first(zone forecast.Zone, signal forecast.Signal) (Step, bool) {
 	for _, s := range c.steps {
 		if s.For(zone, signal) != nil {
-			return s.Source, true
+			return s, true
 		}
 	}
-	return "", false
+	return Step{}, false
 }
 
 // errTimeout marks a step abandoned at its own deadline.

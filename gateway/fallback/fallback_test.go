@@ -207,3 +207,34 @@ func TestFlat(t *testing.T) {
 		t.Fatalf("err=%v, want ENOTFOUND", err)
 	}
 }
+
+// TestNamedSteps: two steps of one source (a remote and an in-process zone
+// model) are told apart in reasons and by Degraded.
+func TestNamedSteps(t *testing.T) {
+	t.Parallel()
+	var remoteErr error
+	remote := Step{Source: forecast.SourceZone, Name: "remote zone", For: func(forecast.Zone, forecast.Signal) forecast.Forecaster {
+		return fake{value: 1, err: remoteErr}
+	}}
+	c, err := New(Config{
+		Steps: []Step{remote, step(forecast.SourceZone, fake{value: 2}, 0), step(forecast.SourceBaseline, fake{value: 3}, 0)},
+		Known: func(forecast.Zone) bool { return true },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC), Horizon: 4}
+	fc, err := c.Forecast(context.Background(), req)
+	if err != nil || fc.Series.Values[0] != 1 || c.Degraded(fc) {
+		t.Fatalf("fc=%+v err=%v degraded=%v, want the remote step, not degraded", fc.Provenance, err, c.Degraded(fc))
+	}
+	remoteErr = forecast.Errorf(forecast.EUNAVAILABLE, "circuit open")
+	fc, err = c.Forecast(context.Background(), req)
+	if err != nil || fc.Series.Values[0] != 2 || fc.Provenance.Source != forecast.SourceZone ||
+		fc.Provenance.Reason != "remote zone: unavailable: circuit open" || !c.Degraded(fc) {
+		t.Fatalf("fc=%+v err=%v degraded=%v, want the in-process zone step, degraded", fc.Provenance, err, c.Degraded(fc))
+	}
+	if _, err := New(Config{Steps: []Step{remote, remote}, Known: func(forecast.Zone) bool { return true }}); err == nil {
+		t.Fatal("two steps with one name accepted")
+	}
+}

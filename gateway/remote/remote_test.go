@@ -1,0 +1,387 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/leakcheck"
+	"github.com/carbongate/carbongate/gateway/remote"
+	"github.com/carbongate/carbongate/gateway/remote/breaker"
+	"github.com/carbongate/carbongate/gateway/remote/remotetest"
+	"github.com/carbongate/carbongate/gateway/route"
+)
+
+func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+
+// flatHistory answers every zone with n hours of 300.
+type flatHistory struct{}
+
+func (flatHistory) Last(ctx context.Context, zone forecast.Zone, signal forecast.Signal, end time.Time, n int) ([]float64, error) {
+	if zone == "NODATA" {
+		return nil, forecast.Errorf(forecast.ENOTFOUND, "no data for %s", zone)
+	}
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 300
+	}
+	return v, nil
+}
+
+var start = time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+
+func request(zone forecast.Zone, h int) forecast.Request {
+	return forecast.Request{Zone: zone, Signal: forecast.SignalLifecycle, Start: start, Horizon: h}
+}
+
+type transport struct {
+	name  string
+	serve func(testing.TB, *remotetest.Backend, forecast.Zone) *remotetest.Server
+}
+
+var transports = []transport{{"rest", remotetest.ServeREST}, {"grpc", remotetest.ServeGRPC}}
+
+func newForecaster(t *testing.T, e route.Endpoint, cfg remote.Config) *remote.Forecaster {
+	t.Helper()
+	c, err := remote.Dial(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Endpoint, cfg.Client, cfg.History = e, c, flatHistory{}
+	f, err := remote.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestForecast(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			zb := remotetest.NewBackend("carbon-forecaster-DE", 48, 96, 123)
+			gb := remotetest.NewBackend("carbon-forecaster-generic", 48, 96, 77)
+			zs, gs := tr.serve(t, zb, "DE"), tr.serve(t, gb, "")
+			tests := []struct {
+				name       string
+				e          route.Endpoint
+				zone       forecast.Zone
+				wantModel  string
+				wantSource forecast.Source
+				wantValue  float64
+			}{
+				{"zone", zs.Endpoint, "DE", "carbon-forecaster-DE", forecast.SourceZone, 123},
+				{"generic", gs.Endpoint, "PL", "carbon-forecaster-generic", forecast.SourceGeneric, 77},
+			}
+			for _, tt := range tests {
+				f := newForecaster(t, tt.e, remote.Config{Timeout: 2 * time.Second})
+				for range 3 { // metadata read once, then reused
+					fc, err := f.Forecast(context.Background(), request(tt.zone, 72))
+					if err != nil {
+						t.Fatalf("%s: %v", tt.name, err)
+					}
+					p := fc.Provenance
+					if p.Model != tt.wantModel || p.Version != "1" || p.Source != tt.wantSource || !p.IssuedAt.Equal(start) {
+						t.Fatalf("%s: provenance=%+v", tt.name, p)
+					}
+					if got, want := len(fc.Series.Values), 72; got != want || fc.Series.Values[0] != tt.wantValue || !fc.Series.Start.Equal(start) {
+						t.Fatalf("%s: series start %v, %d values (%v...), want %d of %v", tt.name, fc.Series.Start, got, fc.Series.Values[0], want, tt.wantValue)
+					}
+				}
+			}
+			if got := zb.Metadatas(); got != 1 {
+				t.Fatalf("metadata calls=%d, want 1 (validated once)", got)
+			}
+		})
+	}
+}
+
+func TestRejected(t *testing.T) {
+	t.Parallel()
+	b := remotetest.NewBackend("m", 24, 48, 1)
+	s := remotetest.ServeREST(t, b, "DE")
+	f := newForecaster(t, s.Endpoint, remote.Config{Breaker: breaker.Config{Failures: 1}})
+	tests := []struct {
+		name string
+		req  forecast.Request
+		want string
+	}{
+		{"horizon beyond the model's", request("DE", 96), forecast.EINVALID},
+		{"another zone", request("PL", 24), forecast.ENOTFOUND},
+		{"another signal", forecast.Request{Zone: "DE", Signal: forecast.SignalDirect, Start: start, Horizon: 24}, forecast.ENOTFOUND},
+		{"unaligned start", forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: start.Add(time.Minute), Horizon: 24}, forecast.EINVALID},
+	}
+	for _, tt := range tests {
+		_, err := f.Forecast(context.Background(), tt.req)
+		if got := forecast.ErrorCode(err); got != tt.want {
+			t.Fatalf("%s: code=%q (%v), want %q", tt.name, got, err, tt.want)
+		}
+	}
+	if f.Breaker() != breaker.Closed {
+		t.Fatalf("breaker=%v after requests the model cannot serve, want closed", f.Breaker())
+	}
+}
+
+// TestNotReady: KServe cold start. "Not ready" answers are retried while
+// the deadline allows, then the call fails in time.
+func TestNotReady(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			b := remotetest.NewBackend("m", 24, 48, 5)
+			s := tr.serve(t, b, "DE")
+			f := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Second, Backoff: 5 * time.Millisecond})
+			b.SetNotReady(4) // metadata and infer both see it
+			fc, err := f.Forecast(context.Background(), request("DE", 24))
+			if err != nil {
+				t.Fatalf("after 4 not-ready answers: %v, want a forecast", err)
+			}
+			if fc.Series.Values[0] != 5 {
+				t.Fatalf("value=%v", fc.Series.Values[0])
+			}
+			if got := b.Metadatas() + b.Infers(); got != 6 {
+				t.Fatalf("calls=%d, want 6 (4 not ready, metadata, infer)", got)
+			}
+
+			b.SetNotReady(1 << 30) // never ready
+			f2 := newForecaster(t, s.Endpoint, remote.Config{Timeout: 150 * time.Millisecond, Backoff: 5 * time.Millisecond})
+			t0 := time.Now()
+			_, err = f2.Forecast(context.Background(), request("DE", 24))
+			if el := time.Since(t0); el > 400*time.Millisecond {
+				t.Fatalf("took %v, want at most the 150ms timeout (+ slack)", el)
+			}
+			if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !strings.Contains(err.Error(), "not ready") {
+				t.Fatalf("err=%v, want EUNAVAILABLE not ready", err)
+			}
+		})
+	}
+}
+
+func TestHang(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			b := remotetest.NewBackend("m", 24, 48, 5)
+			s := tr.serve(t, b, "DE")
+			f := newForecaster(t, s.Endpoint, remote.Config{Timeout: 100 * time.Millisecond})
+			b.SetMode(remotetest.Hang)
+			t0 := time.Now()
+			_, err := f.Forecast(context.Background(), request("DE", 24))
+			if el := time.Since(t0); el > 350*time.Millisecond {
+				t.Fatalf("took %v, want about the 100ms timeout", el)
+			}
+			if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err=%v, want EUNAVAILABLE with DeadlineExceeded in its chain", err)
+			}
+			if !strings.Contains(forecast.ErrorMessage(err), "timed out after 100ms") {
+				t.Fatalf("message=%q", forecast.ErrorMessage(err))
+			}
+			// The caller's shorter deadline wins over the forecaster's.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			f2 := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Minute})
+			t0 = time.Now()
+			if _, err := f2.Forecast(ctx, request("DE", 24)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err=%v, want the caller's deadline", err)
+			}
+			if el := time.Since(t0); el > 300*time.Millisecond {
+				t.Fatalf("took %v with a 30ms caller deadline", el)
+			}
+		})
+	}
+}
+
+func TestBadAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		tr    transport
+		mode  remotetest.Mode
+		wantS string
+	}{
+		{"rest wrong shape", transports[0], remotetest.WrongShape, "shape"},
+		{"grpc wrong shape", transports[1], remotetest.WrongShape, "shape"},
+		{"rest wrong datatype", transports[0], remotetest.WrongDatatype, "datatype"},
+		{"grpc wrong datatype", transports[1], remotetest.WrongDatatype, "datatype"},
+		{"rest garbage", transports[0], remotetest.Garbage, "zone model m:"},
+		{"down", transports[0], remotetest.Down, "crashed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := remotetest.NewBackend("m", 24, 48, 5)
+			s := tt.tr.serve(t, b, "DE")
+			f := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Second})
+			if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
+				t.Fatal(err)
+			}
+			b.SetMode(tt.mode)
+			_, err := f.Forecast(context.Background(), request("DE", 24))
+			if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !strings.Contains(forecast.ErrorMessage(err), tt.wantS) {
+				t.Fatalf("err=%v (message %q), want EUNAVAILABLE saying %q", err, forecast.ErrorMessage(err), tt.wantS)
+			}
+			b.SetMode(remotetest.OK)
+			if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
+				t.Fatalf("after recovery: %v", err)
+			}
+		})
+	}
+}
+
+// TestBadMetadata: a model that does not declare the contract is refused
+// before any infer call.
+func TestBadMetadata(t *testing.T) {
+	t.Parallel()
+	b := remotetest.NewBackend("m", 24, 48, 5)
+	s := remotetest.ServeREST(t, b, "DE")
+	e := s.Endpoint
+	e.Model = "other"
+	f := newForecaster(t, e, remote.Config{Timeout: time.Second})
+	_, err := f.Forecast(context.Background(), request("DE", 24))
+	if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !strings.Contains(forecast.ErrorMessage(err), "metadata") || b.Infers() != 0 {
+		t.Fatalf("err=%v infers=%d, want EUNAVAILABLE about metadata and no infer", err, b.Infers())
+	}
+}
+
+func TestDNSFailure(t *testing.T) {
+	t.Parallel()
+	for _, e := range []route.Endpoint{
+		{Zone: "DE", Protocol: route.ProtocolREST, URL: "http://nonexistent.invalid:8080", Model: "m"},
+		{Zone: "DE", Protocol: route.ProtocolGRPC, URL: "nonexistent.invalid:9000", Model: "m"},
+	} {
+		t.Run(e.Protocol, func(t *testing.T) {
+			t.Parallel()
+			f := newForecaster(t, e, remote.Config{Timeout: 2 * time.Second})
+			t0 := time.Now()
+			_, err := f.Forecast(context.Background(), request("DE", 24))
+			if forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
+				t.Fatalf("err=%v, want EUNAVAILABLE", err)
+			}
+			t.Logf("%v after %v", err, time.Since(t0))
+		})
+	}
+}
+
+// clock is a settable time source for the breaker.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestBreaker(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			b := remotetest.NewBackend("m", 24, 48, 5)
+			s := tr.serve(t, b, "DE")
+			clk := &clock{start}
+			f := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Second,
+				Breaker: breaker.Config{Failures: 3, Cooldown: 10 * time.Second, Now: clk.now}})
+			ctx := context.Background()
+			if _, err := f.Forecast(ctx, request("DE", 24)); err != nil {
+				t.Fatal(err)
+			}
+			b.SetMode(remotetest.Down)
+			for i := range 3 {
+				if _, err := f.Forecast(ctx, request("DE", 24)); err == nil {
+					t.Fatalf("call %d succeeded against a down server", i)
+				}
+			}
+			if got := f.Breaker(); got != breaker.Open {
+				t.Fatalf("breaker=%v after 3 failures, want open", got)
+			}
+			calls := b.Infers()
+			_, err := f.Forecast(ctx, request("DE", 24))
+			if !strings.Contains(forecast.ErrorMessage(err), "circuit open") || b.Infers() != calls {
+				t.Fatalf("err=%v, infers %d→%d: want a fast \"circuit open\" without a call", err, calls, b.Infers())
+			}
+			// After the cool-down one probe goes through; it fails: open again.
+			clk.t = clk.t.Add(11 * time.Second)
+			if _, err := f.Forecast(ctx, request("DE", 24)); err == nil || strings.Contains(err.Error(), "circuit open") {
+				t.Fatalf("probe err=%v, want the server's failure", err)
+			}
+			if got := f.Breaker(); got != breaker.Open {
+				t.Fatalf("breaker=%v after a failed probe, want open", got)
+			}
+			// The server recovers; the next probe closes the breaker.
+			b.SetMode(remotetest.OK)
+			if _, err := f.Forecast(ctx, request("DE", 24)); !strings.Contains(forecast.ErrorMessage(err), "circuit open") {
+				t.Fatalf("err=%v, want circuit open during the new cool-down", err)
+			}
+			clk.t = clk.t.Add(11 * time.Second)
+			if _, err := f.Forecast(ctx, request("DE", 24)); err != nil {
+				t.Fatalf("probe: %v", err)
+			}
+			if got := f.Breaker(); got != breaker.Closed {
+				t.Fatalf("breaker=%v after a good probe, want closed", got)
+			}
+		})
+	}
+}
+
+// TestVersionChange: a new model version is validated again.
+func TestVersionChange(t *testing.T) {
+	t.Parallel()
+	b := remotetest.NewBackend("m", 24, 48, 5)
+	s := remotetest.ServeGRPC(t, b, "DE")
+	f := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Second})
+	ctx := context.Background()
+	if _, err := f.Forecast(ctx, request("DE", 24)); err != nil {
+		t.Fatal(err)
+	}
+	b.SetVersion("2")
+	fc, err := f.Forecast(ctx, request("DE", 24))
+	if err != nil || fc.Provenance.Version != "2" {
+		t.Fatalf("fc=%+v err=%v, want version 2", fc.Provenance, err)
+	}
+	if _, err := f.Forecast(ctx, request("DE", 24)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Metadatas(); got != 2 {
+		t.Fatalf("metadata calls=%d, want 2 (re-validated after the version changed)", got)
+	}
+}
+
+// TestCloseWaits: Close waits for calls in flight and refuses new ones.
+func TestCloseWaits(t *testing.T) {
+	t.Parallel()
+	b := remotetest.NewBackend("m", 24, 48, 5)
+	s := remotetest.ServeREST(t, b, "DE")
+	c, err := remote.Dial(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: c, History: flatHistory{}, Timeout: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
+		t.Fatal(err)
+	}
+	b.SetMode(remotetest.Hang)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Forecast(context.Background(), request("DE", 24))
+		done <- err
+	}()
+	for b.Infers() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	f.Close()
+	select {
+	case <-done:
+	default:
+		t.Fatal("Close returned before the call in flight ended")
+	}
+	if _, err := f.Forecast(context.Background(), request("DE", 24)); !strings.Contains(forecast.ErrorMessage(err), "no longer routed") {
+		t.Fatalf("after Close: %v", err)
+	}
+}
