@@ -24,6 +24,7 @@ func commands() map[string]command {
 		"ingest":   {"check and normalise carbon-intensity CSV files into a data directory", runIngest},
 		"train":    {"train per-zone and generic models on data before a cut-off", runTrain},
 		"evaluate": {"backtest models with daily 96 h forecasts and report MAPE per lead day", runEvaluate},
+		"deploy":   {"render KServe manifests (ServingRuntime, InferenceServices) for carbonserve", runDeploy},
 	}
 }
 

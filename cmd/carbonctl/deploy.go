@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/kserve"
+)
+
+// runDeploy dispatches the deploy subcommands. Today: render.
+func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout")
+		if len(args) == 0 {
+			return usagef("deploy: a subcommand is required")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "render":
+		return runDeployRender(ctx, args[1:], stdout, stderr)
+	}
+	return usagef("deploy: unknown subcommand %q (want render)", args[0])
+}
+
+// deployFlags maps kserve.RenderConfig fields, as *forecast.Error names
+// them, to the flags that set them.
+var deployFlags = map[string]string{
+	"zones":                     "--zones",
+	"storage_uri":               "--storage-uri",
+	"signal":                    "--signal",
+	"namespace":                 "--namespace",
+	"image":                     "--image",
+	"runtime_name":              "--runtime-name",
+	"name_prefix":               "--name-prefix",
+	"deployment_mode":           "--deployment-mode",
+	"min_replicas":              "--min-replicas",
+	"max_replicas":              "--max-replicas",
+	"resources.requests.cpu":    "--cpu-request",
+	"resources.requests.memory": "--memory-request",
+	"resources.limits.cpu":      "--cpu-limit",
+	"resources.limits.memory":   "--memory-limit",
+}
+
+// runDeployRender writes the manifests for carbonserve under KServe to
+// stdout as multi-document YAML, ready for kubectl apply -f -.
+func runDeployRender(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("deploy render", stderr)
+	zones := fs.String("zones", "", "comma-separated zone ids: one InferenceService each (required)")
+	storage := fs.String("storage-uri", "", "model store prefix `uri` (s3://, gs:// or pvc://) holding <signal>/<ZONE>/ and <signal>/generic/ as written by train (required)")
+	signal := fs.String("signal", string(forecast.SignalLifecycle), "signal of the models: lifecycle or direct")
+	namespace := fs.String("namespace", "", "metadata.namespace of every object (default: none, kubectl's current namespace)")
+	image := fs.String("image", kserve.DefaultImage, "carbonserve container `image`")
+	runtimeName := fs.String("runtime-name", kserve.DefaultRuntimeName, "name of the ServingRuntime")
+	cluster := fs.Bool("cluster-runtime", false, "render a cluster-scoped ClusterServingRuntime instead of a ServingRuntime")
+	prefix := fs.String("name-prefix", kserve.DefaultNamePrefix, "InferenceService name prefix: <prefix>-<zone> and <prefix>-generic")
+	noGeneric := fs.Bool("no-generic", false, "leave out the generic model's InferenceService")
+	mode := fs.String("deployment-mode", kserve.DefaultDeploymentMode, "KServe deployment mode: Standard (REST and gRPC ports) or Knative (REST only)")
+	minReplicas := fs.Int("min-replicas", -1, "predictor minReplicas (-1: KServe's default; 0 allows scale to zero under Knative)")
+	maxReplicas := fs.Int("max-replicas", 0, "predictor maxReplicas (0: KServe's default)")
+	def := kserve.DefaultResources
+	cpuReq := fs.String("cpu-request", def.RequestsCPU, "predictor CPU request (\"\" for none)")
+	memReq := fs.String("memory-request", def.RequestsMemory, "predictor memory request (\"\" for none)")
+	cpuLim := fs.String("cpu-limit", def.LimitsCPU, "predictor CPU limit (\"\" for none)")
+	memLim := fs.String("memory-limit", def.LimitsMemory, "predictor memory limit (\"\" for none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("deploy render: unexpected argument %q", fs.Arg(0))
+	}
+	if *zones == "" || *storage == "" {
+		return usagef("deploy render: --zones and --storage-uri are required")
+	}
+	zs, err := parseZones(*zones)
+	if err != nil {
+		return usagef("deploy render: --zones: %s", forecast.ErrorMessage(err))
+	}
+	sig, err := parseSignal(*signal)
+	if err != nil {
+		return usagef("deploy render: --signal: %v", err)
+	}
+	const maxInt32 = 1<<31 - 1
+	if *minReplicas < -1 || *minReplicas > maxInt32 {
+		return usagef("deploy render: --min-replicas: %d is out of range", *minReplicas)
+	}
+	if *maxReplicas < 0 || *maxReplicas > maxInt32 {
+		return usagef("deploy render: --max-replicas: %d is out of range", *maxReplicas)
+	}
+	cfg := kserve.RenderConfig{
+		Zones:          zs,
+		StorageURI:     *storage,
+		Signal:         sig,
+		Namespace:      *namespace,
+		Image:          *image,
+		RuntimeName:    *runtimeName,
+		ClusterRuntime: *cluster,
+		NamePrefix:     *prefix,
+		NoGeneric:      *noGeneric,
+		DeploymentMode: *mode,
+		MaxReplicas:    int32(*maxReplicas),
+		Resources:      &kserve.Resources{RequestsCPU: *cpuReq, RequestsMemory: *memReq, LimitsCPU: *cpuLim, LimitsMemory: *memLim},
+	}
+	if *minReplicas >= 0 {
+		m := int32(*minReplicas)
+		cfg.MinReplicas = &m
+	}
+	out, err := kserve.Render(cfg)
+	if err != nil {
+		if forecast.ErrorCode(err) == forecast.EINVALID {
+			flag := deployFlags[forecast.ErrorField(err)]
+			if flag == "" {
+				flag = forecast.ErrorField(err)
+			}
+			return usagef("deploy render: %s: %s", flag, forecast.ErrorMessage(err))
+		}
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}

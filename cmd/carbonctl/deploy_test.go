@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
+	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+func runCtl(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDeployRender(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := runCtl(t, "deploy", "render", "--zones", "DE,se", "--storage-uri", "s3://bucket/prefix",
+		"--signal", "direct", "--namespace", "carbon", "--image", "example.org/cs:1", "--min-replicas", "0", "--max-replicas", "4",
+		"--cpu-limit", "")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	docs := strings.Split(out, "---\n")
+	if got, want := len(docs), 4; got != want {
+		t.Fatalf("documents=%d, want %d:\n%s", got, want, out)
+	}
+	var rt v1alpha1.ServingRuntime
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &rt); err != nil {
+		t.Fatalf("ServingRuntime: %v", err)
+	}
+	if got, want := rt.Spec.Containers[0].Image, "example.org/cs:1"; got != want {
+		t.Errorf("image=%q, want %q", got, want)
+	}
+	for i, want := range []struct{ name, zone, uri string }{
+		{"carbon-forecaster-de", "DE", "s3://bucket/prefix/direct/DE"},
+		{"carbon-forecaster-se", "SE", "s3://bucket/prefix/direct/SE"},
+		{"carbon-forecaster-generic", "generic", "s3://bucket/prefix/direct/generic"},
+	} {
+		var is v1beta1.InferenceService
+		if err := yaml.UnmarshalStrict([]byte(docs[i+1]), &is); err != nil {
+			t.Fatalf("InferenceService %d: %v", i, err)
+		}
+		m := is.Spec.Predictor.Model
+		if is.Name != want.name || is.Namespace != "carbon" || is.Labels["carbongate.io/zone"] != want.zone || *m.StorageURI != want.uri {
+			t.Errorf("InferenceService %d = %s/%s zone=%q uri=%q, want carbon/%s zone=%q uri=%q",
+				i, is.Namespace, is.Name, is.Labels["carbongate.io/zone"], *m.StorageURI, want.name, want.zone, want.uri)
+		}
+		if p := is.Spec.Predictor; p.MinReplicas == nil || *p.MinReplicas != 0 || p.MaxReplicas != 4 {
+			t.Errorf("replicas=%v/%d, want 0/4", p.MinReplicas, p.MaxReplicas)
+		}
+		if _, ok := m.Resources.Limits["cpu"]; ok {
+			t.Errorf("cpu limit set despite --cpu-limit \"\"")
+		}
+	}
+}
+
+func TestDeployRenderErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		note string
+		args []string
+		code int
+		want string
+	}{
+		{"no subcommand", []string{"deploy"}, 2, "subcommand is required"},
+		{"unknown subcommand", []string{"deploy", "apply"}, 2, `unknown subcommand "apply"`},
+		{"help", []string{"deploy", "-h"}, 0, "usage: carbonctl deploy render"},
+		{"render help", []string{"deploy", "render", "-h"}, 0, "-storage-uri"},
+		{"missing flags", []string{"deploy", "render", "--zones", "DE"}, 2, "--zones and --storage-uri are required"},
+		{"bad zone", []string{"deploy", "render", "--zones", "D E", "--storage-uri", "s3://b"}, 2, "--zones"},
+		{"bad uri", []string{"deploy", "render", "--zones", "DE", "--storage-uri", "http://b"}, 2, "--storage-uri: storage URI \"http://b\" must start with s3://, gs:// or pvc://"},
+		{"bad namespace", []string{"deploy", "render", "--zones", "DE", "--storage-uri", "s3://b", "--namespace", "Bad_NS"}, 2, "--namespace"},
+		{"bad signal", []string{"deploy", "render", "--zones", "DE", "--storage-uri", "s3://b", "--signal", "both"}, 2, "--signal"},
+		{"bad quantity", []string{"deploy", "render", "--zones", "DE", "--storage-uri", "s3://b", "--memory-limit", "much"}, 2, "--memory-limit"},
+		{"stray argument", []string{"deploy", "render", "--zones", "DE", "--storage-uri", "s3://b", "extra"}, 2, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.note, func(t *testing.T) {
+			t.Parallel()
+			code, out, stderr := runCtl(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit=%d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr lacks %q:\n%s", tt.want, stderr)
+			}
+			if tt.code != 0 && out != "" {
+				t.Errorf("stdout on error:\n%s", out)
+			}
+		})
+	}
+}
