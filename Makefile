@@ -16,7 +16,7 @@ MODELS     := $(CACHE)/models/$(MODELS_KEY)
 TRAIN_UNTIL ?= 2021-01-01T00:00:00Z
 REPLAY_START ?= 2021-06-01T00:00:00Z
 
-.PHONY: all build run test test-short vet fmt-check bench clean
+.PHONY: all build run test test-short vet fmt-check bench clean generate models
 
 all: build
 
@@ -45,13 +45,24 @@ run: build $(MODELS)/.done
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags interop ./...
+
+# Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module.
+generate:
+	./oip/grpc/generate.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# Python OIP peers (KServe, MLServer) and SeaweedFS live in virtualenvs
+# outside the clone, keyed by the hash of their pinned requirements.
 test: fmt-check vet
-	$(GO) test -count=1 -timeout 20m ./...
+	@echo "setting up the Python peers (cached after the first run)"
+	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
+	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
+	export CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER && \
+	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
 	$(GO) test -count=1 -short ./...
@@ -59,6 +70,8 @@ test-short: fmt-check vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -cpu 1 ./forecast/
 	$(GO) test -run '^$$' -bench . ./gateway/...
+	$(GO) test -run '^$$' -bench Throughput ./cmd/carbonserve/
+	$(GO) test -run '^$$' -bench '^BenchmarkModelInfer$$' -benchtime 3s ./oip/grpc | grep -v -e '^PASS$$' -e '^ok ' 
 	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
 	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
 

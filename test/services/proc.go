@@ -1,0 +1,231 @@
+package services
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// DefaultStartTimeout bounds how long a start waits for readiness. Python
+// servers import for several seconds, more on a busy 2-core machine.
+const DefaultStartTimeout = 2 * time.Minute
+
+// handedOut keeps FreePort from giving the same port twice in one process
+// while the first taker has not bound it yet.
+var handedOut sync.Map
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that this process has not handed out before. Another process may still
+// take it first: starts retry with new ports when a bind fails.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("services: free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+			return port
+		}
+	}
+	tb.Fatalf("services: no free port after 100 tries")
+	return 0
+}
+
+// Proc is a started service process.
+type Proc struct {
+	Name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+}
+
+// Log returns the process's combined stdout and stderr so far.
+func (p *Proc) Log() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return string(b)
+}
+
+func (p *Proc) logTail(n int) string {
+	s := p.Log()
+	if len(s) > n {
+		s = "...\n" + s[len(s)-n:]
+	}
+	return s
+}
+
+// Pid is the process id (also its process group id).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill ends the process and its children at once (SIGKILL to the process
+// group) and waits for it. It is idempotent; Cleanup calls it too.
+func (p *Proc) Kill() {
+	p.once.Do(func() {
+		if !p.Exited() {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		<-p.done
+	})
+}
+
+// spec describes one attempt to start a service.
+type spec struct {
+	name  string
+	dir   string
+	path  string
+	args  []string
+	env   []string // added to os.Environ()
+	ready func(ctx context.Context) error
+}
+
+// start runs specs from build (called again with fresh ports when an
+// attempt dies of a port collision) until ready, or fails the test with
+// the process's log.
+func start(tb testing.TB, timeout time.Duration, build func() spec) *Proc {
+	tb.Helper()
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	var last *Proc
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		s := build()
+		p, err := launch(tb, s, attempt)
+		if err != nil {
+			tb.Fatalf("services: start %s: %v", s.name, err)
+		}
+		tb.Cleanup(p.Kill)
+		err = waitReady(p, s.ready, timeout)
+		if err == nil {
+			tb.Cleanup(func() {
+				if tb.Failed() {
+					tb.Logf("services: %s log (tail):\n%s", p.Name, p.logTail(6000))
+				}
+			})
+			return p
+		}
+		p.Kill()
+		last, lastErr = p, err
+		if !portClash(p.Log()) {
+			break
+		}
+	}
+	tb.Fatalf("services: %s not ready: %v\n--- %s log (tail) ---\n%s", last.Name, lastErr, last.Name, last.logTail(12000))
+	return nil
+}
+
+func portClash(log string) bool {
+	l := strings.ToLower(log)
+	return strings.Contains(l, "address already in use") || strings.Contains(l, "failed to bind") ||
+		strings.Contains(l, "bind: address")
+}
+
+func launch(tb testing.TB, s spec, attempt int) (*Proc, error) {
+	logPath := filepath.Join(tb.TempDir(), fmt.Sprintf("%s-%d.log", s.name, attempt))
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(s.path, s.args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &Proc{Name: s.name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func waitReady(p *Proc, ready func(context.Context) error, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var err error
+	for {
+		if p.Exited() {
+			return fmt.Errorf("process exited (%v) before it was ready (last check: %v)", p.waitErr, err)
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+		err = ready(cctx)
+		ccancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready within %v: %w", timeout, err)
+		case <-p.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// httpStatus GETs url and returns the status code.
+func httpStatus(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	c := http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// wantStatus checks that GET url answers code.
+func wantStatus(ctx context.Context, url string, code int) error {
+	got, err := httpStatus(ctx, url)
+	if err != nil {
+		return err
+	}
+	if got != code {
+		return fmt.Errorf("GET %s: %d, want %d", url, got, code)
+	}
+	return nil
+}
+
+// tcpOpen checks that addr accepts connections.
+func tcpOpen(ctx context.Context, addr string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

