@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -309,7 +308,7 @@ func (f *Forecaster) retry(ctx context.Context, call func() error) error {
 // "not ready": retrying them only spends the deadline.
 func NotReady(err error) bool {
 	return forecast.ErrorCode(err) == forecast.EUNAVAILABLE &&
-		(strings.Contains(strings.ToLower(err.Error()), "not ready") || strings.Contains(strings.ToLower(err.Error()), "not yet ready"))
+		oip.NotReadyText(err.Error())
 }
 
 // classify turns an upstream error into an outcome label.

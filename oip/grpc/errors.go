@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/oip"
 )
 
 // The one table between gRPC status codes and domain error codes.
@@ -74,7 +74,7 @@ func fromStatus(ctx context.Context, rpc string, err error) error {
 		code = forecast.EINTERNAL
 	}
 	msg := st.Message()
-	if st.Code() == codes.InvalidArgument && notReady(msg) {
+	if st.Code() == codes.InvalidArgument && oip.NotReadyText(msg) {
 		// MLServer answers a model that is still loading with
 		// InvalidArgument "Model m ... is not ready yet."
 		code = forecast.EUNAVAILABLE
@@ -92,10 +92,4 @@ func fromStatus(ctx context.Context, rpc string, err error) error {
 		cause = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	}
 	return &forecast.Error{Code: code, Message: msg, Err: cause}
-}
-
-// notReady reports whether a server's error text says the model is not ready.
-func notReady(text string) bool {
-	t := strings.ToLower(text)
-	return strings.Contains(t, "not ready") || strings.Contains(t, "not yet ready")
 }

@@ -231,7 +231,7 @@ func statusError(r *result, what string) error {
 	msg := fmt.Sprintf("%s: OIP server answered %d: %s", what, r.status, text)
 	code := forecast.EINTERNAL
 	switch s := r.status; {
-	case s == http.StatusBadRequest && isNotReady(text):
+	case s == http.StatusBadRequest && oip.NotReadyText(text):
 		code = forecast.EUNAVAILABLE
 	case s == http.StatusNotFound:
 		code = forecast.ENOTFOUND
@@ -246,11 +246,6 @@ func statusError(r *result, what string) error {
 		code = forecast.EINVALID
 	}
 	return &forecast.Error{Code: code, Message: msg}
-}
-
-func isNotReady(text string) bool {
-	t := strings.ToLower(text)
-	return strings.Contains(t, "not ready") || strings.Contains(t, "not yet ready")
 }
 
 // health judges by status code only; the body is ignored.
