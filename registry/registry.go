@@ -14,6 +14,7 @@ package registry
 
 import (
 	"context"
+	"time"
 )
 
 // Tag is a key/value pair on a registered model or a model version.
@@ -194,4 +195,20 @@ type Store interface {
 	DeleteVersionTag(ctx context.Context, name string, version int64, key string) error
 
 	Close() error
+}
+
+// Notifier is implemented by stores that can push alias changes (PostgreSQL
+// LISTEN/NOTIFY on a trigger carbongate installs next to MLflow's tables).
+// WatchAliases returns a channel that receives a value (coalesced, never
+// blocking the sender) after any change to registered_model_aliases, and is
+// closed when ctx ends or the connection is lost; ENOTFOUND when the trigger
+// is not installed, so the caller falls back to polling.
+type Notifier interface {
+	WatchAliases(ctx context.Context) (<-chan struct{}, error)
+}
+
+// Options are shared by every Store constructor.
+type Options struct {
+	// Now is the clock for creation and update times; time.Now if nil.
+	Now func() time.Time
 }
