@@ -1,0 +1,79 @@
+package services
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// GoBuild builds carbongate's commands (e.g. "carbongate", "carbonserve")
+// into a fresh temp dir and returns it. The Go build cache keeps reruns
+// fast.
+func GoBuild(tb testing.TB, cmds ...string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	pkgs := make([]string, len(cmds))
+	for i, c := range cmds {
+		pkgs[i] = "./cmd/" + c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Dir = RepoRoot(tb)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("services: go build %s: %v\n%s", strings.Join(pkgs, " "), err, out.String())
+	}
+	return dir
+}
+
+// Binary describes one of our own programs to start.
+type Binary struct {
+	Name string   // for logs
+	Path string   // executable
+	Args []string // built again for each attempt by ArgsFor when set
+	// ArgsFor, when set, builds the arguments from fresh free ports (it is
+	// called again if an attempt dies of a port collision).
+	ArgsFor func() []string
+	Env     []string // added to the environment
+	// Ready reports readiness; see HTTPReady.
+	Ready   func(ctx context.Context) error
+	Timeout time.Duration // default DefaultStartTimeout
+}
+
+// StartBinary starts b, waits until b.Ready passes and kills it at cleanup
+// (and with the test binary). The process's log is shown when the test
+// fails.
+func StartBinary(tb testing.TB, b Binary) *Proc {
+	tb.Helper()
+	return start(tb, b.Timeout, func() spec {
+		args := b.Args
+		if b.ArgsFor != nil {
+			args = b.ArgsFor()
+		}
+		return spec{name: b.Name, dir: filepath.Dir(b.Path), path: b.Path, args: args, env: b.Env, ready: b.Ready}
+	})
+}
+
+// HTTPReady returns a readiness check that wants 200 from url.
+func HTTPReady(url string) func(context.Context) error {
+	return func(ctx context.Context) error { return wantStatus(ctx, url, http.StatusOK) }
+}
+
+// OIPReady returns a readiness check for an OIP server: REST live, the
+// gRPC port open (when grpcAddr is set) and model ready.
+func OIPReady(restURL, grpcAddr, model string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if grpcAddr == "" {
+			return wantStatus(ctx, fmt.Sprintf("%s/v2/models/%s/ready", restURL, model), http.StatusOK)
+		}
+		return readyCheck(restURL, grpcAddr, model, true)(ctx)
+	}
+}
