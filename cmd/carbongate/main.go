@@ -4,6 +4,10 @@
 //
 //	carbongate --addr :8080 --models DIR --clock replay --replay-start 2021-06-01T00:00:00Z
 //
+// With --kserve-namespace NS the routes come from KServe instead: the
+// InferenceServices labelled carbongate.io/zone in NS (listed through the
+// Kubernetes API, in-cluster or with --kubeconfig) while they are Ready.
+//
 // With --routes FILE (a YAML list of OIP model endpoints, see package
 // gateway/routes) each routed zone is forecast by its remote model first:
 // remote zone model → remote generic model → in-process models → baseline
@@ -103,6 +107,9 @@ type Main struct {
 	// RouteSource, when set by code (KServe discovery), is where remote
 	// models are routed from instead of RoutesFile; setting both is an error.
 	RouteSource route.Source
+	// Discovery, when its Namespace is set, routes to KServe
+	// InferenceServices found through the Kubernetes API.
+	Discovery Discovery
 
 	Logger *slog.Logger
 
@@ -159,6 +166,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.UpstreamTimeout, "upstream-timeout", m.UpstreamTimeout, "bound of each remote fallback step, retries of a cold (\"not ready\") model included")
 	fs.IntVar(&m.BreakerFailures, "breaker-failures", m.BreakerFailures, "consecutive failures that open an endpoint's circuit breaker")
 	fs.DurationVar(&m.BreakerCooldown, "breaker-cooldown", m.BreakerCooldown, "how long an open breaker fails fast before it lets one probe through")
+	m.Discovery.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -284,6 +292,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // routeSource returns where remote models are routed from: RouteSource,
 // the --routes file (validated now, re-read at every refresh) or nothing.
 func (m *Main) routeSource() (route.Source, error) {
+	if m.RouteSource == nil {
+		src, err := m.Discovery.source(m)
+		if err != nil || src != nil {
+			return src, err
+		}
+	}
 	switch {
 	case m.RouteSource != nil && m.RoutesFile != "":
 		return nil, errors.New("--routes and a discovery route source are both set; use one")
