@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,5 +96,27 @@ func TestDeployRenderErrors(t *testing.T) {
 				t.Errorf("stdout on error:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestDeployExampleUpToDate: deploy/kserve/example.yaml, which the README
+// shows, is exactly what the command in its first line renders today.
+func TestDeployExampleUpToDate(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kserve", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	args, ok := strings.CutPrefix(first, "# Rendered by: carbonctl ")
+	if !ok {
+		t.Fatalf("first line %q does not name the command", first)
+	}
+	code, stdout, stderr := runCtl(t, strings.Fields(args)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, rest, _ = strings.Cut(rest, "\n") // the second comment line
+	if rest != stdout {
+		t.Fatalf("deploy/kserve/example.yaml is stale; regenerate it with: carbonctl %s", args)
 	}
 }
