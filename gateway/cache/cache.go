@@ -274,6 +274,13 @@ func (c *Cache) Refresh(ctx context.Context) error {
 	return c.run(ctx, due, issue, true)
 }
 
+// Recompute computes keys again for the current hour even when their
+// entries are fresh (a model was promoted), and waits for them. Requests
+// keep getting the old entries until the new ones are ready.
+func (c *Cache) Recompute(ctx context.Context, keys []Key) error {
+	return c.run(ctx, keys, forecast.HourFloor(c.cfg.Now()), true)
+}
+
 // run computes keys at issue with at most Workers at a time.
 func (c *Cache) run(ctx context.Context, keys []Key, issue time.Time, force bool) error {
 	sem := make(chan struct{}, c.cfg.Workers)

@@ -298,3 +298,32 @@ func value(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestRecompute: a fresh entry is computed again on request (a promoted
+// model), and readers see the old entry until the new one is in.
+func TestRecompute(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{now: t0}
+	cnt := &counter{}
+	c := newCache(t, clk, cnt, nil)
+	k := Key{"DE", forecast.SignalLifecycle}
+	if err := c.Warm(context.Background(), []Key{k}); err != nil {
+		t.Fatal(err)
+	}
+	cnt.gate = make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- c.Recompute(context.Background(), []Key{k}) }()
+	for cnt.n.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if fc, err := c.Get(context.Background(), k); err != nil || fc.Series.Values[0] != 1 {
+		t.Fatalf("during the recompute: %v %v, want the old entry", fc.Series.Values, err)
+	}
+	close(cnt.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fc, err := c.Get(context.Background(), k); err != nil || fc.Series.Values[0] != 2 {
+		t.Fatalf("after the recompute: %v %v, want computation #2", fc.Series.Values, err)
+	}
+}
