@@ -70,6 +70,11 @@ type Config struct {
 	// to inject slow or failing forecasters.
 	Forecasters func(zone forecast.Zone, signal forecast.Signal) forecast.Forecaster
 
+	// Registry, when set, serves in-process models ahead of those of
+	// ModelsDir: the registry's promoted versions (gateway/live). After a
+	// promotion call Gateway.Recompute so cached forecasts follow.
+	Registry ModelSet
+
 	// Routes lists the remote OIP model endpoints: a static route file
 	// (gateway/routes), KServe discovery, or anything else implementing
 	// route.Source. nil: no remote steps. New reads it once (an error fails
@@ -91,6 +96,13 @@ type Config struct {
 
 	Registerer prometheus.Registerer // nil: no metrics registered
 	Logger     *slog.Logger          // nil: discard
+}
+
+// ModelSet is a set of in-process models that can change at any time;
+// *live.Models implements it. nil results mean "none for this key".
+type ModelSet interface {
+	Zone(zone forecast.Zone, signal forecast.Signal) forecast.Forecaster
+	Generic(signal forecast.Signal) forecast.Forecaster
 }
 
 // Gateway is the assembled embedded gateway.
@@ -148,6 +160,17 @@ func New(cfg Config) (*Gateway, error) {
 	model := func(zone forecast.Zone, signal forecast.Signal) forecast.Forecaster {
 		if cfg.Forecasters != nil {
 			return cfg.Forecasters(zone, signal)
+		}
+		if cfg.Registry != nil {
+			var f forecast.Forecaster
+			if zone == "" {
+				f = cfg.Registry.Generic(signal)
+			} else {
+				f = cfg.Registry.Zone(zone, signal)
+			}
+			if f != nil {
+				return f
+			}
 		}
 		if zone == "" {
 			return g.generic[signal]
@@ -344,6 +367,22 @@ func (g *Gateway) Warm(ctx context.Context) error {
 		}
 	}
 	return g.Cache.Warm(ctx, keys)
+}
+
+// Recompute computes the current forecasts of zone (every zone with data
+// when zone is "", as for the generic model) for signal again, in the
+// background of requests, which keep the old forecasts until the new ones
+// are in. Call it after a model changed.
+func (g *Gateway) Recompute(ctx context.Context, zone forecast.Zone, signal forecast.Signal) error {
+	var keys []cache.Key
+	if zone != "" {
+		keys = []cache.Key{{Zone: zone, Signal: signal}}
+	} else {
+		for _, z := range g.DataZones() {
+			keys = append(keys, cache.Key{Zone: z, Signal: signal})
+		}
+	}
+	return g.Cache.Recompute(ctx, keys)
 }
 
 // DataZones returns the zones with observed data, sorted.

@@ -59,7 +59,14 @@ type Config struct {
 	Metrics *prometheus.Registry // registry served at /metrics and receiving the HTTP metrics; required
 	// Ready reports whether the server should receive traffic (e.g. the
 	// forecast cache is warm); nil: always. Draining overrides it.
-	Ready          func() error
+	Ready func() error
+	// Checks, when set, adds named notes to /readyz's body about parts that
+	// are degraded but do not stop the server from answering (e.g. the
+	// registry is unreachable and the last loaded models keep serving).
+	Checks func() map[string]string
+	// Mount, when set, registers more routes (e.g. the MLflow registry
+	// API) behind the same middleware: request ids, metrics, access log.
+	Mount          func(e *echo.Echo)
 	RequestTimeout time.Duration // default DefaultRequestTimeout
 	// AccessLog turns per-request access logs on.
 	AccessLog bool
@@ -163,6 +170,9 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", s.openapi)
+	if cfg.Mount != nil {
+		cfg.Mount(e)
+	}
 	s.echo = e
 	return s, nil
 }
@@ -495,7 +505,8 @@ func (s *Server) zones(c echo.Context) error {
 }
 
 type statusBody struct {
-	Status string `json:"status"`
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
 }
 
 func (s *Server) healthz(c echo.Context) error {
@@ -511,7 +522,11 @@ func (s *Server) readyz(c echo.Context) error {
 			return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "not ready: " + forecast.ErrorMessage(err)}
 		}
 	}
-	return writeJSON(c, http.StatusOK, statusBody{Status: "ready"})
+	body := statusBody{Status: "ready"}
+	if s.cfg.Checks != nil {
+		body.Checks = s.cfg.Checks()
+	}
+	return writeJSON(c, http.StatusOK, body)
 }
 
 func (s *Server) openapi(c echo.Context) error {
