@@ -55,13 +55,17 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# Python OIP peers (KServe, MLServer) and SeaweedFS live in virtualenvs
-# outside the clone, keyed by the hash of their pinned requirements.
+# PostgreSQL comes from Debian's packages (installed when absent; each test
+# binary runs its own server in a temp dir). The Python peers (KServe,
+# MLServer, MLflow) and SeaweedFS live in virtualenvs outside the clone,
+# keyed by the hash of their pinned requirements.
 test: fmt-check vet
 	@echo "setting up the Python peers (cached after the first run)"
+	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
-	export CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER && \
+	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
+	export CARBONGATE_PG_BIN CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
