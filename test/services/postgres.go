@@ -1,0 +1,467 @@
+package services
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PGBinEnv names the environment variable holding the directory of the
+// PostgreSQL server binaries (postgres, initdb); test/setup/postgres.sh
+// prints it.
+const PGBinEnv = "CARBONGATE_PG_BIN"
+
+// pgSuperuser is the superuser initdb creates; every database URL logs in as
+// it (trust authentication, loopback only).
+const pgSuperuser = "carbongate"
+
+// Postgres is a PostgreSQL server running from a temp dir: listening on
+// 127.0.0.1 on a free port and on a unix socket, with trust authentication
+// and durability turned off (fsync, synchronous_commit, full_page_writes)
+// because test data is thrown away.
+type Postgres struct {
+	// Host and Port are the TCP address; SocketDir holds the unix socket.
+	Host      string
+	Port      int
+	SocketDir string
+	// Version is the server's version, e.g. "15.18".
+	Version string
+
+	shared bool
+	bin    string
+	dir    string // run dir: data/, sock/, logs, lock
+	lock   *os.File
+	cred   *syscall.Credential // the postgres OS user when running as root
+
+	mu    sync.Mutex
+	proc  *Proc
+	runs  int
+	dbSeq int
+}
+
+// shared is the one server per test binary that StartPostgres hands out.
+var shared struct {
+	once sync.Once
+	pg   *Postgres
+	err  error
+}
+
+// StartPostgres returns the test binary's PostgreSQL server, starting it on
+// first use; every test of the binary shares it (give each its own database
+// with Database). The server dies with the test binary; its run dir is
+// removed by the next start on this machine. It cannot be stopped: fault
+// tests use StartPrivatePostgres. Without PostgreSQL binaries the test
+// fails with a hint to run test/setup/postgres.sh.
+func StartPostgres(tb testing.TB) *Postgres {
+	tb.Helper()
+	bin := PGBinDir(tb)
+	shared.once.Do(func() {
+		shared.pg, shared.err = startPostgres(bin, true)
+	})
+	if shared.err != nil {
+		tb.Fatalf("services: start PostgreSQL: %v", shared.err)
+	}
+	return shared.pg
+}
+
+// StartPrivatePostgres starts a PostgreSQL server of tb's own, which tb may
+// Stop, Start and Restart; it is stopped and its files removed in
+// tb.Cleanup.
+func StartPrivatePostgres(tb testing.TB) *Postgres {
+	tb.Helper()
+	pg, err := startPostgres(PGBinDir(tb), false)
+	if err != nil {
+		tb.Fatalf("services: start PostgreSQL: %v", err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("services: postgres log (tail):\n%s", pg.logTail(6000))
+		}
+		pg.shutdown()
+		pg.lock.Close()
+		if err := os.RemoveAll(pg.dir); err != nil {
+			tb.Logf("services: remove PostgreSQL dir: %v", err)
+		}
+	})
+	return pg
+}
+
+// PGBinDir returns the directory holding postgres and initdb: $PGBinEnv
+// when set, else the newest /usr/lib/postgresql/<major>/bin. It fails the
+// test when there is none.
+func PGBinDir(tb testing.TB) string {
+	tb.Helper()
+	hint := "run test/setup/postgres.sh (it installs PostgreSQL if needed) and set " + PGBinEnv + " to the directory it prints"
+	if d := os.Getenv(PGBinEnv); d != "" {
+		if !hasPGServer(d) {
+			tb.Fatalf("services: %s=%s holds no postgres and initdb; %s", PGBinEnv, d, hint)
+		}
+		return d
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	major := func(d string) int {
+		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		return n
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return major(b) - major(a) })
+	for _, d := range dirs {
+		if hasPGServer(d) {
+			return d
+		}
+	}
+	tb.Fatalf("services: no PostgreSQL server binaries (postgres, initdb) found; %s", hint)
+	return ""
+}
+
+func hasPGServer(dir string) bool {
+	for _, name := range []string{"postgres", "initdb"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pgRoot is the parent of every run dir; stale ones are swept on start.
+func pgRoot() string { return filepath.Join(os.TempDir(), "carbongate-pg") }
+
+func startPostgres(bin string, isShared bool) (*Postgres, error) {
+	p := &Postgres{Host: "127.0.0.1", shared: isShared, bin: bin}
+	if err := p.prepare(); err != nil {
+		return nil, err
+	}
+	if err := p.initdb(); err != nil {
+		p.lock.Close()
+		os.RemoveAll(p.dir)
+		return nil, err
+	}
+	if err := p.start(true); err != nil {
+		p.lock.Close()
+		os.RemoveAll(p.dir)
+		return nil, err
+	}
+	return p, nil
+}
+
+// prepare makes the run dir, locks it (a dir whose lock is free belongs to
+// a dead process and is swept) and, as root, hands it to the postgres OS
+// user: PostgreSQL refuses to run as root.
+func (p *Postgres) prepare() error {
+	root := pgRoot()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	sweepPGRoot(root)
+	dir, err := os.MkdirTemp(root, "run-")
+	if err != nil {
+		return err
+	}
+	p.dir, p.SocketDir = dir, filepath.Join(dir, "sock")
+	if p.lock, err = lockFile(filepath.Join(dir, "lock")); err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	if err := os.Mkdir(p.SocketDir, 0o755); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("running as root needs the postgres OS user (the postgresql package creates it): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	for _, d := range []string{dir, p.SocketDir} {
+		if err := os.Chown(d, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockFile creates path and holds an exclusive flock on it for as long as
+// the returned file is open (the kernel drops it when the process dies).
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// sweepPGRoot removes run dirs left by dead test binaries: their lock is
+// free, or they never got one and are more than an hour old.
+func sweepPGRoot(root string) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "run-") {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR, 0)
+		if err != nil {
+			if fi, serr := os.Stat(dir); serr == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(dir)
+			}
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.RemoveAll(dir)
+		}
+		f.Close()
+	}
+}
+
+func (p *Postgres) initdb() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(p.bin, "initdb"),
+		"--pgdata="+filepath.Join(p.dir, "data"), "--username="+pgSuperuser, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("initdb: %v\n%s", err, out.String())
+	}
+	return nil
+}
+
+// start runs the server on p.Port, or on fresh free ports (retrying on a
+// port collision) when pickPort, and waits until it accepts queries.
+func (p *Postgres) start(pickPort bool) error {
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if pickPort {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			p.Port = port
+		}
+		proc, err := p.launch()
+		if err != nil {
+			return err
+		}
+		if err = waitReady(proc, p.ready, DefaultStartTimeout); err == nil {
+			p.mu.Lock()
+			p.proc = proc
+			p.mu.Unlock()
+			return nil
+		}
+		proc.Kill()
+		lastErr = fmt.Errorf("%s not ready: %w\n--- log (tail) ---\n%s", proc.Name, err, proc.logTail(8000))
+		if !pickPort || !portClash(proc.Log()) {
+			break
+		}
+	}
+	return lastErr
+}
+
+// freePort is FreePort without a test (the shared server outlives the
+// test that starts it).
+func freePort() (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port after 100 tries")
+}
+
+// launch starts the postmaster as the postgres OS user when root. Its
+// parent-death signal is SIGQUIT (immediate shutdown), so the server and its
+// backends go away with the test binary.
+func (p *Postgres) launch() (*Proc, error) {
+	p.runs++
+	logPath := filepath.Join(p.dir, fmt.Sprintf("postgres-%d.log", p.runs))
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(p.bin, "postgres"),
+		"-D", filepath.Join(p.dir, "data"),
+		"-c", "listen_addresses="+p.Host, "-c", "port="+strconv.Itoa(p.Port),
+		"-c", "unix_socket_directories="+p.SocketDir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=32MB",
+		"-c", "max_wal_size=1GB", "-c", "checkpoint_timeout=1h",
+		"-c", "log_min_messages=warning", "-c", "log_min_error_statement=panic",
+	)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGQUIT, Credential: p.cred}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	proc := &Proc{Name: "postgres", cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		proc.waitErr = cmd.Wait()
+		f.Close()
+		close(proc.done)
+	}()
+	return proc, nil
+}
+
+func (p *Postgres) ready(ctx context.Context) error {
+	c, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	if p.Version == "" {
+		return c.QueryRow(ctx, "SHOW server_version").Scan(&p.Version)
+	}
+	return c.Ping(ctx)
+}
+
+// URL is the connection URL of database db, e.g.
+// "postgres://carbongate@127.0.0.1:41234/db?sslmode=disable".
+func (p *Postgres) URL(db string) string {
+	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", pgSuperuser,
+		net.JoinHostPort(p.Host, strconv.Itoa(p.Port)), db)
+}
+
+// Running reports whether the server process is up.
+func (p *Postgres) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proc != nil && !p.proc.Exited()
+}
+
+// Log returns the current server process's log.
+func (p *Postgres) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return ""
+	}
+	return p.proc.Log()
+}
+
+func (p *Postgres) logTail(n int) string {
+	s := p.Log()
+	if len(s) > n {
+		s = "...\n" + s[len(s)-n:]
+	}
+	return s
+}
+
+var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// Database creates an empty database for tb, named after the test, and
+// returns its URL (see URL). It is dropped in tb.Cleanup, its sessions
+// terminated.
+func (p *Postgres) Database(tb testing.TB) string {
+	tb.Helper()
+	name := strings.Trim(nonIdent.ReplaceAllString(strings.ToLower(tb.Name()), "_"), "_")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	p.mu.Lock()
+	p.dbSeq++
+	name = fmt.Sprintf("t_%s_%d_%s", name, p.dbSeq, randomHex(tb, 3))
+	p.mu.Unlock()
+	if err := p.exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("services: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		if !p.Running() {
+			return
+		}
+		if err := p.exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
+			tb.Errorf("services: drop database %s: %v", name, err)
+		}
+	})
+	return p.URL(name)
+}
+
+// exec runs one statement as superuser in the postgres database.
+func (p *Postgres) exec(sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	_, err = c.Exec(ctx, sql)
+	return err
+}
+
+// Stop shuts the server down (fast shutdown: sessions are terminated, then
+// it exits) and waits for it. Only for servers of StartPrivatePostgres.
+func (p *Postgres) Stop(tb testing.TB) {
+	tb.Helper()
+	if p.shared {
+		tb.Fatalf("services: the shared PostgreSQL server cannot be stopped; use StartPrivatePostgres")
+	}
+	p.shutdown()
+}
+
+// Start starts a stopped server again on the same port and data. Only for
+// servers of StartPrivatePostgres.
+func (p *Postgres) Start(tb testing.TB) {
+	tb.Helper()
+	if p.shared {
+		tb.Fatalf("services: the shared PostgreSQL server cannot be restarted; use StartPrivatePostgres")
+	}
+	if p.Running() {
+		return
+	}
+	if err := p.start(false); err != nil {
+		tb.Fatalf("services: restart PostgreSQL: %v", err)
+	}
+}
+
+// Restart is Stop then Start.
+func (p *Postgres) Restart(tb testing.TB) {
+	tb.Helper()
+	p.Stop(tb)
+	p.Start(tb)
+}
+
+func (p *Postgres) shutdown() {
+	p.mu.Lock()
+	proc := p.proc
+	p.mu.Unlock()
+	if proc == nil || proc.Exited() {
+		return
+	}
+	_ = syscall.Kill(proc.Pid(), syscall.SIGINT)
+	select {
+	case <-proc.done:
+	case <-time.After(30 * time.Second):
+	}
+	proc.Kill()
+}
