@@ -142,7 +142,10 @@ type AliasTarget struct {
 }
 
 // Store is the registry's storage. Every method is safe for concurrent use.
-// Writes are atomic: on error nothing is visible. Lookups by name are exact
+// Writes are atomic on PostgreSQL and the embedded store: on error nothing
+// is visible. CrateDB has no transactions; registry/cratedb orders its
+// writes so a failure part-way leaves a documented, repairable state (see
+// its README). Lookups by name are exact
 // (case-sensitive), as in MLflow.
 type Store interface {
 	// CreateModel: ECONFLICT if name exists, EINVALID if the name is not

@@ -1,0 +1,180 @@
+package cratedb
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/carbongate/carbongate/forecast"
+)
+
+// The registry tables, as mlflow-cratedb names them.
+const (
+	tModels   = "registered_models"
+	tVersions = "model_versions"
+	tModelTag = "registered_model_tags"
+	tVerTag   = "model_version_tags"
+	tAliases  = "registered_model_aliases"
+)
+
+// tables lists the registry tables in the order Migrate creates them.
+var tables = []string{tModels, tVersions, tModelTag, tVerTag, tAliases}
+
+// primaryKeys are the primary keys the Store relies on: ON CONFLICT targets,
+// duplicate detection for version allocation, and the lookups that see
+// writes without REFRESH TABLE.
+var primaryKeys = map[string][]string{
+	tModels:   {"name"},
+	tVersions: {"name", "version"},
+	tModelTag: {"name", "key"},
+	tVerTag:   {"name", "version", "key"},
+	tAliases:  {"name", "alias"},
+}
+
+// ddl creates the registry tables. Names, columns and types are those of
+// mlflow-cratedb's adapter/ddl/cratedb.sql, including its oddities (the
+// unused "key"/"value" columns of registered_models, the extra columns of
+// registered_model_tags, and registered_model_aliases.version as TEXT), so
+// an mlflow-cratedb server can use tables created here. The one difference
+// is the PRIMARY KEY of each table, which mlflow-cratedb leaves out and this
+// Store cannot work without.
+var ddl = []string{
+	`CREATE TABLE IF NOT EXISTS "registered_models" (
+   "name" TEXT NOT NULL,
+   "key" TEXT DEFAULT GEN_RANDOM_TEXT_UUID() NOT NULL,
+   "value" TEXT,
+   "creation_time" BIGINT,
+   "last_updated_time" BIGINT,
+   "description" TEXT,
+   PRIMARY KEY ("name")
+)`,
+	`CREATE TABLE IF NOT EXISTS "model_versions" (
+   "name" TEXT NOT NULL,
+   "version" INTEGER NOT NULL,
+   "creation_time" BIGINT,
+   "last_updated_time" BIGINT,
+   "description" TEXT,
+   "user_id" TEXT,
+   "current_stage" TEXT,
+   "source" TEXT,
+   "storage_location" TEXT,
+   "run_id" TEXT,
+   "run_link" TEXT,
+   "status" TEXT,
+   "status_message" TEXT,
+   PRIMARY KEY ("name", "version")
+)`,
+	`CREATE TABLE IF NOT EXISTS "registered_model_tags" (
+   "name" TEXT NOT NULL,
+   "key" TEXT NOT NULL,
+   "value" TEXT NOT NULL,
+   "creation_time" BIGINT,
+   "last_update_time" BIGINT,
+   "description" TEXT,
+   PRIMARY KEY ("name", "key")
+)`,
+	`CREATE TABLE IF NOT EXISTS "model_version_tags" (
+   "name" TEXT NOT NULL,
+   "version" INTEGER NOT NULL,
+   "key" TEXT NOT NULL,
+   "value" TEXT,
+   PRIMARY KEY ("name", "version", "key")
+)`,
+	`CREATE TABLE IF NOT EXISTS "registered_model_aliases" (
+   "name" TEXT NOT NULL,
+   "alias" TEXT NOT NULL,
+   "version" TEXT NOT NULL,
+   PRIMARY KEY ("name", "alias")
+)`,
+}
+
+// Migrate creates the registry tables that do not exist (CREATE TABLE IF
+// NOT EXISTS, so it is safe to run again) and then checks them with
+// CheckSchema: tables created earlier by mlflow-cratedb exist without
+// primary keys, and Migrate reports them rather than pretend all is well.
+func Migrate(ctx context.Context, db DB) error {
+	ctx, cancel := bound(ctx)
+	defer cancel()
+	for i, stmt := range ddl {
+		if _, err := db.Exec(ctx, stmt); err != nil {
+			return classify(ctx, "create table "+tables[i], err)
+		}
+	}
+	return CheckSchema(ctx, db)
+}
+
+const schemaQuery = `SELECT table_name, column_name FROM information_schema.key_column_usage WHERE table_schema = current_schema AND table_name IN ($1, $2, $3, $4, $5) ORDER BY table_name, ordinal_position`
+
+// CheckSchema verifies that every registry table exists in the session's
+// schema with the primary key the Store relies on. ENOTFOUND (with
+// MigrateHint) when a table is missing; EINVALID when a table has another
+// primary key or none, as mlflow-cratedb creates them: such a table cannot
+// be fixed in place (CrateDB cannot add a primary key to an existing table),
+// so its rows must be copied into a table created by Migrate.
+func CheckSchema(ctx context.Context, db DB) error {
+	ctx, cancel := bound(ctx)
+	defer cancel()
+	rows, err := db.Query(ctx, schemaQuery, tModels, tVersions, tModelTag, tVerTag, tAliases)
+	if err != nil {
+		return classify(ctx, "check schema", err)
+	}
+	defer rows.Close()
+	got := map[string][]string{}
+	for rows.Next() {
+		var table, column string
+		if err := rows.Scan(&table, &column); err != nil {
+			return scanError(ctx, "check schema", err)
+		}
+		got[table] = append(got[table], column)
+	}
+	if err := rows.Err(); err != nil {
+		return classify(ctx, "check schema", err)
+	}
+	return comparePrimaryKeys(ctx, db, got)
+}
+
+// comparePrimaryKeys reports the first table whose primary key differs
+// from primaryKeys; a table without key columns is looked up to tell a
+// missing table from one without a primary key.
+func comparePrimaryKeys(ctx context.Context, db DB, got map[string][]string) error {
+	for _, t := range tables {
+		want := primaryKeys[t]
+		have := got[t]
+		if slices.Equal(sorted(have), sorted(want)) {
+			continue
+		}
+		if len(have) == 0 {
+			exists, err := tableExists(ctx, db, t)
+			if err != nil {
+				return err
+			}
+			if !exists {
+				return forecast.Errorf(forecast.ENOTFOUND, "cratedb: table %s does not exist; %s", t, MigrateHint)
+			}
+			return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has no primary key (mlflow-cratedb creates it so); the registry needs PRIMARY KEY (%s): copy its rows into a table created by `carbonctl registry migrate`", t, strings.Join(want, ", "))
+		}
+		return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has PRIMARY KEY (%s); the registry needs PRIMARY KEY (%s)", t, strings.Join(have, ", "), strings.Join(want, ", "))
+	}
+	return nil
+}
+
+const tableExistsQuery = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema AND table_name = $1`
+
+func tableExists(ctx context.Context, db DB, table string) (bool, error) {
+	rows, err := db.Query(ctx, tableExistsQuery, table)
+	if err != nil {
+		return false, classify(ctx, "check schema", err)
+	}
+	defer rows.Close()
+	found := rows.Next()
+	if err := rows.Err(); err != nil {
+		return false, classify(ctx, "check schema", err)
+	}
+	return found, nil
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
