@@ -186,8 +186,9 @@ type Store interface {
 	// TransitionStage sets current_stage; with archiveExisting, other
 	// versions in that stage (Staging or Production only) move to Archived.
 	TransitionStage(ctx context.Context, name string, version int64, stage string, archiveExisting bool) (ModelVersion, error)
-	// DeleteVersion soft-deletes: current_stage = StageDeleted, its aliases
-	// and tags removed; the number is never reused.
+	// DeleteVersion soft-deletes as MLflow does: current_stage =
+	// StageDeleted, its aliases removed (MLflow keeps the row's tags); the
+	// number is never reused.
 	DeleteVersion(ctx context.Context, name string, version int64) error
 	// LatestVersions returns, per stage in stages (all stages when empty),
 	// the highest non-deleted version in that stage, ordered by stage as

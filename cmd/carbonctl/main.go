@@ -1,4 +1,5 @@
-// Command carbonctl is carbongate's operator CLI: ingest, train, evaluate.
+// Command carbonctl is carbongate's operator CLI: ingest, train, evaluate,
+// deploy, and the registry commands register, promote and registry migrate.
 package main
 
 import (
@@ -25,6 +26,9 @@ func commands() map[string]command {
 		"train":    {"train per-zone and generic models on data before a cut-off", runTrain},
 		"evaluate": {"backtest models with daily 96 h forecasts and report MAPE per lead day", runEvaluate},
 		"deploy":   {"render KServe manifests (ServingRuntime, InferenceServices) for carbonserve", runDeploy},
+		"registry": {"registry administration: migrate (create MLflow's tables when absent)", runRegistry},
+		"register": {"store a model directory's files (S3 or local) and register it as a new version", runRegister},
+		"promote":  {"point an alias (champion by default) at a version: what serves changes live", runPromote},
 	}
 }
 

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models/artifact"
+	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/connect"
+	"github.com/carbongate/carbongate/registry/fetch"
+	"github.com/carbongate/carbongate/registry/s3"
+)
+
+// registryFlag is the --registry flag shared by the registry commands.
+const registryHelp = "registry: postgres://…, crate://…, file:PATH or PATH (the embedded store); default $CARBONGATE_REGISTRY"
+
+// registryTimeout bounds one registry command.
+const registryTimeout = 5 * time.Minute
+
+func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "migrate" {
+		return usagef("usage: carbonctl registry migrate --registry URI")
+	}
+	fs := newFlags("registry migrate", stderr)
+	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
+	kind, err := connect.Migrate(ctx, *uri)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "registry schema ready (%s)\n", kind)
+	return nil
+}
+
+// registerResult is what register prints, one JSON object.
+type registerResult struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Source  string `json:"source"`
+	Alias   string `json:"alias,omitempty"`
+}
+
+func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("register", stderr)
+	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
+	zone := fs.String("zone", "", "zone of the model (e.g. DE), or generic")
+	dir := fs.String("model-dir", "", "MLflow model directory written by carbonctl train (<out>/<signal>/<ZONE>)")
+	arts := fs.String("artifacts", "", "where to store the files: s3://bucket/prefix (S3 settings from AWS_ENDPOINT_URL or S3_ENDPOINT, AWS_ACCESS_KEY_ID, ...) or a local directory; default: artifacts/ next to an embedded registry file")
+	alias := fs.String("alias", "", "also point this alias (e.g. champion) at the new version")
+	desc := fs.String("description", "", "version description")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *zone == "" || *dir == "" {
+		return usagef("--zone and --model-dir are required")
+	}
+	name := registry.ModelName(*zone)
+	if *zone == "generic" {
+		name = registry.ModelName("")
+	} else if _, err := forecast.ParseZone(*zone); err != nil {
+		return usagef("--zone: %s", forecast.ErrorMessage(err))
+	}
+	if *alias != "" {
+		if err := registry.ValidateAlias(*alias); err != nil {
+			return usagef("--alias: %s", forecast.ErrorMessage(err))
+		}
+	}
+	m, err := artifact.Load(*dir)
+	if err != nil {
+		return fmt.Errorf("--model-dir: %w", err)
+	}
+	meta := m.Meta()
+	if wantZone := forecast.Zone(*zone); (*zone == "generic") != (meta.Zone == "") || (*zone != "generic" && meta.Zone != wantZone) {
+		return usagef("--model-dir holds a model of zone %q, not %s", meta.Zone, *zone)
+	}
+	base, err := artifactBase(*uri, *arts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
+	store, _, err := connect.Open(ctx, *uri, registry.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := ensureModel(ctx, store, name, meta.Zone, meta.Signal); err != nil {
+		return err
+	}
+	up, err := storeArtifacts(ctx, *dir, base, name)
+	if err != nil {
+		return err
+	}
+	v, err := store.CreateVersion(ctx, registry.NewVersion{
+		Name: name, Source: up.location, Description: *desc,
+		Tags: []registry.Tag{
+			{Key: "zone", Value: zoneTag(meta.Zone)}, {Key: "signal", Value: string(meta.Signal)},
+			{Key: "family", Value: meta.Family},
+			{Key: "lookback", Value: strconv.Itoa(meta.Lookback)}, {Key: "horizon", Value: strconv.Itoa(meta.Horizon)},
+		},
+	})
+	if err != nil {
+		up.undo() // no version points at the files: remove them
+		return err
+	}
+	res := registerResult{Name: name, Version: strconv.FormatInt(v.Version, 10), Source: v.Source}
+	if *alias != "" {
+		if err := store.SetAlias(ctx, name, *alias, v.Version); err != nil {
+			return fmt.Errorf("version %d registered, alias not set: %w", v.Version, err)
+		}
+		res.Alias = *alias
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+func zoneTag(z forecast.Zone) string {
+	if z == "" {
+		return "generic"
+	}
+	return string(z)
+}
+
+// ensureModel creates the registered model unless it exists.
+func ensureModel(ctx context.Context, s registry.Store, name string, zone forecast.Zone, sig forecast.Signal) error {
+	_, err := s.GetModel(ctx, name)
+	if forecast.ErrorCode(err) != forecast.ENOTFOUND {
+		return err
+	}
+	_, err = s.CreateModel(ctx, name, "carbon-intensity forecaster for "+zoneTag(zone),
+		[]registry.Tag{{Key: "zone", Value: zoneTag(zone)}, {Key: "signal", Value: string(sig)}})
+	if forecast.ErrorCode(err) == forecast.ECONFLICT {
+		return nil // created concurrently
+	}
+	return err
+}
+
+// artifactBase is where register stores files: --artifacts, else
+// artifacts/ next to an embedded registry file.
+func artifactBase(uri, arts string) (string, error) {
+	if arts != "" {
+		return arts, nil
+	}
+	kind, addr, err := connect.Parse(uri)
+	if err != nil {
+		return "", err
+	}
+	if kind != connect.Embedded {
+		return "", usagef("--artifacts is required with a %s registry", kind)
+	}
+	return filepath.Join(filepath.Dir(addr), "artifacts"), nil
+}
+
+// uploaded is a stored artifact directory and how to take it back.
+type uploaded struct {
+	location string
+	undo     func()
+}
+
+// storeArtifacts copies dir to a fresh location under base:
+// <base>/<name>/<time>-<random>/.
+func storeArtifacts(ctx context.Context, dir, base, name string) (uploaded, error) {
+	var rnd [4]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return uploaded{}, err
+	}
+	leaf := time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(rnd[:])
+	if !s3.IsURI(base) {
+		abs, err := filepath.Abs(filepath.Join(base, name, leaf))
+		if err != nil {
+			return uploaded{}, err
+		}
+		if err := (fetch.Fetcher{}).Fetch(ctx, dir, abs); err != nil {
+			return uploaded{}, err
+		}
+		return uploaded{location: abs, undo: func() { os.RemoveAll(abs) }}, nil
+	}
+	c, err := s3.NewClient(s3.ConfigFromEnv(os.Getenv))
+	if err != nil {
+		return uploaded{}, err
+	}
+	loc := base
+	if loc[len(loc)-1] != '/' {
+		loc += "/"
+	}
+	loc += name + "/" + leaf
+	keys, err := s3.Upload(ctx, c, dir, loc)
+	if err != nil {
+		return uploaded{}, err
+	}
+	return uploaded{location: loc, undo: func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s3.Remove(ctx, c, loc, keys)
+	}}, nil
+}
+
+func runPromote(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("promote", stderr)
+	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
+	zone := fs.String("zone", "", "zone of the model (e.g. DE), or generic")
+	version := fs.String("version", "", "version number to promote")
+	alias := fs.String("alias", registry.ChampionAlias, "alias to point at the version")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *zone == "" || *version == "" {
+		return usagef("--zone and --version are required")
+	}
+	name := registry.ModelName(*zone)
+	if *zone == "generic" {
+		name = registry.ModelName("")
+	}
+	v, err := registry.ParseVersion("version", *version)
+	if err != nil {
+		return usagef("--version: %s", forecast.ErrorMessage(err))
+	}
+	if err := registry.ValidateAlias(*alias); err != nil {
+		return usagef("--alias: %s", forecast.ErrorMessage(err))
+	}
+	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
+	store, _, err := connect.Open(ctx, *uri, registry.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	prev := "none"
+	if old, err := store.VersionByAlias(ctx, name, *alias); err == nil {
+		prev = strconv.FormatInt(old.Version, 10)
+	} else if forecast.ErrorCode(err) != forecast.ENOTFOUND {
+		return err
+	}
+	if err := store.SetAlias(ctx, name, *alias, v); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s@%s: version %s -> %d\n", name, *alias, prev, v)
+	return nil
+}

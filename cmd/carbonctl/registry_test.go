@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/carbongate/carbongate/models/serve/servetest"
+	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/embedded"
+)
+
+// modelDirs writes a DE and a generic model directory.
+func modelDirs(t *testing.T) (de, generic string) {
+	t.Helper()
+	root := t.TempDir()
+	de, generic = filepath.Join(root, "DE"), filepath.Join(root, "generic")
+	servetest.Save(t, de, servetest.Ridge(t, "carbon-forecaster-DE", "DE", 0))
+	servetest.Save(t, generic, servetest.Ridge(t, "carbon-forecaster-generic", "", 1))
+	return de, generic
+}
+
+// TestRegisterPromoteEmbedded: register stores the files next to an
+// embedded registry and creates versions 1 and 2 with their tags; promote
+// moves champion between them.
+func TestRegisterPromoteEmbedded(t *testing.T) {
+	de, generic := modelDirs(t)
+	reg := filepath.Join(t.TempDir(), "registry.db")
+	var got []registerResult
+	for _, args := range [][]string{
+		{"--zone", "DE", "--model-dir", de, "--alias", "champion"},
+		{"--zone", "DE", "--model-dir", de},
+		{"--zone", "generic", "--model-dir", generic},
+	} {
+		code, out, errOut := run(append([]string{"register", "--registry", reg}, args...)...)
+		if code != 0 {
+			t.Fatalf("register %q: exit %d: %s", args, code, errOut)
+		}
+		var r registerResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		got = append(got, r)
+	}
+	if got[0].Version != "1" || got[1].Version != "2" || got[2].Name != "carbon-forecaster-generic" || got[0].Alias != "champion" {
+		t.Fatalf("results %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(got[1].Source, "MLmodel")); err != nil || !strings.HasPrefix(got[1].Source, filepath.Dir(reg)) {
+		t.Fatalf("version 2 source %q: %v", got[1].Source, err)
+	}
+	code, out, errOut := run("promote", "--registry", reg, "--zone", "DE", "--version", "2")
+	if code != 0 || !strings.Contains(out, "carbon-forecaster-DE@champion: version 1 -> 2") {
+		t.Fatalf("promote: exit %d %q %s", code, out, errOut)
+	}
+	s, err := embedded.Open(reg, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, err := s.VersionByAlias(context.Background(), "carbon-forecaster-DE", "champion")
+	if err != nil || v.Version != 2 {
+		t.Fatalf("champion %+v %v", v, err)
+	}
+	tags := map[string]string{}
+	for _, tg := range v.Tags {
+		tags[tg.Key] = tg.Value
+	}
+	if tags["zone"] != "DE" || tags["signal"] != "lifecycle" || tags["lookback"] != "48" {
+		t.Fatalf("version tags %v", tags)
+	}
+}
+
+func TestRegisterPromoteErrors(t *testing.T) {
+	de, _ := modelDirs(t)
+	reg := filepath.Join(t.TempDir(), "registry.db")
+	for _, tt := range []struct {
+		note string
+		args []string
+		code int
+		want string
+	}{
+		{"no zone", []string{"register", "--registry", reg, "--model-dir", de}, 2, "--zone and --model-dir are required"},
+		{"zone mismatch", []string{"register", "--registry", reg, "--zone", "SE", "--model-dir", de}, 2, `model of zone "DE", not SE`},
+		{"reserved alias", []string{"register", "--registry", reg, "--zone", "DE", "--model-dir", de, "--alias", "latest"}, 2, "reserved"},
+		{"missing dir", []string{"register", "--registry", reg, "--zone", "DE", "--model-dir", filepath.Join(de, "none")}, 1, "--model-dir"},
+		{"postgres without artifacts", []string{"register", "--registry", "postgres://127.0.0.1:1/x", "--zone", "DE", "--model-dir", de}, 2, "--artifacts is required"},
+		{"bad version", []string{"promote", "--registry", reg, "--zone", "DE", "--version", "v2"}, 2, "--version"},
+		{"missing version", []string{"promote", "--registry", reg, "--zone", "DE", "--version", "7"}, 1, "not"},
+		{"migrate usage", []string{"registry"}, 2, "registry migrate"},
+	} {
+		t.Run(tt.note, func(t *testing.T) {
+			code, _, errOut := run(tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut, tt.code, tt.want)
+			}
+		})
+	}
+}

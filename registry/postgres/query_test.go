@@ -1,0 +1,247 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/registry"
+)
+
+func cl(key, op string, values ...string) registry.Clause {
+	return registry.Clause{Key: key, Op: op, Values: values}
+}
+
+func TestPredicate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		note   string
+		target target
+		ws     bool
+		clause registry.Clause
+		sql    string
+		args   []any
+	}{
+		{"name =", modelTarget, false, cl("name", "=", "a"), "m.name = $1", []any{"a"}},
+		{"name !=", modelTarget, false, cl("name", "!=", "a"), "m.name <> $1", []any{"a"}},
+		{"name like, lower-case op", modelTarget, false, cl("name", "like", "a%"), "m.name LIKE $1", []any{"a%"}},
+		{"name ILIKE", modelTarget, false, cl("name", "ILIKE", "A%"), "m.name ILIKE $1", []any{"A%"}},
+		{"model tag", modelTarget, false, cl("tags.zone", "=", "DE"),
+			"EXISTS (SELECT 1 FROM registered_model_tags t WHERE t.name = m.name AND t.key = $1 AND t.value = $2)", []any{"zone", "DE"}},
+		{"model tag, workspace", modelTarget, true, cl("tags.zone", "LIKE", "D%"),
+			"EXISTS (SELECT 1 FROM registered_model_tags t WHERE t.name = m.name AND t.workspace = m.workspace AND t.key = $1 AND t.value LIKE $2)", []any{"zone", "D%"}},
+		{"version tag", versionTarget, false, cl("tags.a.b", "!=", "x"),
+			"EXISTS (SELECT 1 FROM model_version_tags t WHERE t.name = v.name AND t.version = v.version AND t.key = $1 AND t.value <> $2)", []any{"a.b", "x"}},
+		{"source_path", versionTarget, false, cl("source_path", "=", "s3://b"), "v.source = $1", []any{"s3://b"}},
+		{"run_id IN", versionTarget, false, cl("run_id", "IN", "a", "b"), "v.run_id = ANY($1)", []any{[]string{"a", "b"}}},
+		{"version_number =", versionTarget, false, cl("version_number", "=", "3"), "v.version = $1", []any{int64(3)}},
+		{"version_number IN", versionTarget, false, cl("version_number", "IN", "1", "2"), "v.version = ANY($1)", []any{[]int64{1, 2}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.note, func(t *testing.T) {
+			t.Parallel()
+			var a args
+			got, err := tc.target.predicate(layout{workspace: tc.ws}, tc.clause, &a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.sql {
+				t.Fatalf("sql=%q, want %q", got, tc.sql)
+			}
+			if !reflect.DeepEqual([]any(a), tc.args) {
+				t.Fatalf("args=%#v, want %#v", a, tc.args)
+			}
+		})
+	}
+}
+
+func TestPredicateInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		note   string
+		target target
+		clause registry.Clause
+	}{
+		{"unknown model key", modelTarget, cl("run_id", "=", "x")},
+		{"unknown version key", versionTarget, cl("description", "=", "x")},
+		{"unknown operator", modelTarget, cl("name", ">", "x")},
+		{"SQL as operator", modelTarget, cl("name", "= 'x' OR TRUE --", "x")},
+		{"two values for =", modelTarget, cl("name", "=", "a", "b")},
+		{"IN without values", versionTarget, cl("run_id", "IN")},
+		{"IN on a tag", modelTarget, cl("tags.zone", "IN", "DE")},
+		{"empty tag key", modelTarget, cl("tags.", "=", "x")},
+		{"version_number LIKE", versionTarget, cl("version_number", "LIKE", "1%")},
+		{"version_number not a number", versionTarget, cl("version_number", "=", "1 OR 1=1")},
+		{"version_number too big", versionTarget, cl("version_number", "IN", "1", "99999999999")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.note, func(t *testing.T) {
+			t.Parallel()
+			var a args
+			_, err := tc.target.predicate(layout{}, tc.clause, &a)
+			if forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "filter" {
+				t.Fatalf("err=%v, want EINVALID on field filter", err)
+			}
+		})
+	}
+}
+
+// TestSearchSQLKeepsValuesOut: whatever the values, the SQL text is built
+// from constants and placeholders only.
+func TestSearchSQLKeepsValuesOut(t *testing.T) {
+	t.Parallel()
+	evil := `x'); DROP TABLE registered_models; --`
+	s := registry.Search{
+		Filter: []registry.Clause{
+			cl("name", "LIKE", evil), cl("tags."+evil, "=", evil), cl("run_id", "IN", evil, evil),
+		},
+		OrderBy:    []registry.Order{{Key: "last_updated_timestamp", Desc: true}},
+		MaxResults: 10, Offset: 20,
+	}
+	for _, ws := range []bool{false, true} {
+		sql, a, err := versionTarget.searchSQL(layout{workspace: ws}, s, "v.name", "model_versions v", []string{"TRUE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(sql, "DROP") || strings.Contains(sql, evil) {
+			t.Fatalf("value spliced into SQL: %s", sql)
+		}
+		if !strings.HasSuffix(sql, "ORDER BY v.last_updated_time DESC, v.name COLLATE \"C\" ASC, v.version DESC LIMIT $5 OFFSET $6") {
+			t.Fatalf("sql=%s", sql)
+		}
+		if got := a[len(a)-2:]; !reflect.DeepEqual(got, args{11, 20}) {
+			t.Fatalf("limit/offset args=%v, want [11 20]", got)
+		}
+		if ws != strings.Contains(sql, "v.workspace = 'default'") {
+			t.Fatalf("workspace=%v but sql=%s", ws, sql)
+		}
+	}
+}
+
+func TestOrderBy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		note   string
+		target target
+		orders []registry.Order
+		want   string
+		err    bool
+	}{
+		{"models default", modelTarget, nil, `m.name COLLATE "C" ASC`, false},
+		{"versions default", versionTarget, nil, `v.name COLLATE "C" ASC, v.version DESC`, false},
+		{"models by time", modelTarget, []registry.Order{{Key: "creation_timestamp"}}, `m.creation_time ASC, m.name COLLATE "C" ASC`, false},
+		{"versions version asc", versionTarget, []registry.Order{{Key: "version_number"}}, `v.version ASC, v.name COLLATE "C" ASC`, false},
+		{"name desc replaces the tiebreak", modelTarget, []registry.Order{{Key: "name", Desc: true}}, `m.name COLLATE "C" DESC`, false},
+		{"version_number on models", modelTarget, []registry.Order{{Key: "version_number"}}, "", true},
+		{"unknown key", versionTarget, []registry.Order{{Key: "run_id"}}, "", true},
+		{"duplicate", modelTarget, []registry.Order{{Key: "name"}, {Key: "name", Desc: true}}, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.note, func(t *testing.T) {
+			t.Parallel()
+			got, err := tc.target.orderBy(tc.orders)
+			if tc.err {
+				if forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "order_by" {
+					t.Fatalf("err=%v, want EINVALID on order_by", err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("orderBy=%q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s     registry.Search
+		field string
+	}{
+		{registry.Search{MaxResults: 0}, "max_results"},
+		{registry.Search{MaxResults: 1001}, "max_results"},
+		{registry.Search{MaxResults: 10, Offset: -1}, "page_token"},
+	} {
+		if _, _, err := page(tc.s); forecast.ErrorField(err) != tc.field {
+			t.Errorf("page(%+v) = %v, want EINVALID on %s", tc.s, err, tc.field)
+		}
+	}
+	if l, o, err := page(registry.Search{MaxResults: 1000, Offset: 5}); l != 1001 || o != 5 || err != nil {
+		t.Fatalf("page = %d, %d, %v", l, o, err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	ours := forecast.Errorf(forecast.ENOTFOUND, "Registered Model with name=m not found")
+	tests := []struct {
+		note string
+		err  error
+		code string
+	}{
+		{"ours pass through", ours, forecast.ENOTFOUND},
+		{"no rows", pgx.ErrNoRows, forecast.ENOTFOUND},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, forecast.ECONFLICT},
+		{"wrapped unique violation", fmt.Errorf("insert: %w", &pgconn.PgError{Code: "23505"}), forecast.ECONFLICT},
+		{"foreign key", &pgconn.PgError{Code: "23503"}, forecast.ENOTFOUND},
+		{"too long", &pgconn.PgError{Code: "22001"}, forecast.EINVALID},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, forecast.EUNAVAILABLE},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, forecast.EUNAVAILABLE},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, forecast.EUNAVAILABLE},
+		{"bad password", &pgconn.PgError{Code: "28P01"}, forecast.EUNAUTHORIZED},
+		{"syntax error", &pgconn.PgError{Code: "42601"}, forecast.EINTERNAL},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), forecast.EUNAVAILABLE},
+		{"eof", io.ErrUnexpectedEOF, forecast.EUNAVAILABLE},
+		{"other", errors.New("cannot scan"), forecast.EINTERNAL},
+	}
+	for _, tc := range tests {
+		t.Run(tc.note, func(t *testing.T) {
+			t.Parallel()
+			got := classify(context.Background(), "test", tc.err)
+			if forecast.ErrorCode(got) != tc.code {
+				t.Fatalf("classify(%v) = %v, want code %s", tc.err, got, tc.code)
+			}
+			if !errors.Is(got, tc.err) {
+				t.Fatalf("cause lost: %v", got)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := classify(ctx, "test", errors.New("conn closed"))
+	if !errors.Is(got, context.Canceled) || forecast.ErrorCode(got) != forecast.EUNAVAILABLE {
+		t.Fatalf("classify under a canceled ctx = %v, want EUNAVAILABLE wrapping context.Canceled", got)
+	}
+	if classify(ctx, "test", nil) != nil {
+		t.Fatal("classify(nil) != nil")
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig("postgres://u:p@db.example:5433/reg?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnConfig.ConnectTimeout != ConnectTimeout || cfg.ConnConfig.RuntimeParams["application_name"] != "carbongate" {
+		t.Fatalf("defaults not applied: timeout %v, params %v", cfg.ConnConfig.ConnectTimeout, cfg.ConnConfig.RuntimeParams)
+	}
+	cfg, err = parseConfig("postgres://db.example/reg?connect_timeout=3&application_name=x")
+	if err != nil || cfg.ConnConfig.ConnectTimeout.Seconds() != 3 || cfg.ConnConfig.RuntimeParams["application_name"] != "x" {
+		t.Fatalf("URL settings overridden: %v, %v", cfg, err)
+	}
+	_, err = parseConfig("postgres://u:hunter2@[::1/db")
+	if forecast.ErrorCode(err) != forecast.EINVALID || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("parseConfig(malformed) = %v, want EINVALID without the password", err)
+	}
+}
