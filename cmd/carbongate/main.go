@@ -51,6 +51,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/gateway/routes"
+	"github.com/carbongate/carbongate/models/history"
 )
 
 func main() {
@@ -110,6 +111,9 @@ type Main struct {
 	// Discovery, when its Namespace is set, routes to KServe
 	// InferenceServices found through the Kubernetes API.
 	Discovery Discovery
+	// Registry, when its URI is set, serves MLflow's registry API and the
+	// versions the champion alias points at, switching live on promotion.
+	Registry Registry
 
 	Logger *slog.Logger
 
@@ -167,6 +171,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.BreakerFailures, "breaker-failures", m.BreakerFailures, "consecutive failures that open an endpoint's circuit breaker")
 	fs.DurationVar(&m.BreakerCooldown, "breaker-cooldown", m.BreakerCooldown, "how long an open breaker fails fast before it lets one probe through")
 	m.Discovery.flags(fs)
+	m.Registry.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -226,8 +231,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	live, err := m.Registry.open(m, history.New(tables))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.Registry.close()
+		}
+	}()
 	m.gw, err = embedded.New(embedded.Config{
-		Tables: tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
+		Registry: live,
+		Tables:   tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
 		Horizon: m.Horizon, Step: m.Step, Registerer: reg, Logger: m.Logger,
 		Routes: src, RouteRefresh: m.RouteRefresh, UpstreamTimeout: m.UpstreamTimeout,
 		Breaker: breaker.Config{Failures: m.BreakerFailures, Cooldown: m.BreakerCooldown},
@@ -240,7 +255,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.gw.Close()
 		}
 	}()
+	mount, err := m.Registry.mount(m)
+	if err != nil {
+		return err
+	}
 	m.api, err = httpapi.New(httpapi.Config{
+		Mount: mount, Checks: m.Registry.checks,
 		Service: m.gw.Service, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
 		Ready: func() error {
 			if !m.ready.Load() {
@@ -266,6 +286,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 	m.gw.Start()
+	m.Registry.start()
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.warm = cancel
 	m.wg.Add(1)
@@ -350,6 +371,7 @@ func (m *Main) Done() <-chan error { return m.done }
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
 		if m.srv == nil {
+			m.Registry.close()
 			if m.gw != nil {
 				m.gw.Close()
 			}
@@ -365,6 +387,7 @@ func (m *Main) Close() error {
 			m.srv.Close()
 		}
 		m.warm()
+		m.Registry.close()
 		m.gw.Close()
 		m.wg.Wait()
 		m.Logger.Info("stopped")

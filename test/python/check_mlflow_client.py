@@ -351,7 +351,7 @@ def check_deletes(c, cl, a, source):
 
 
 def check_raw(c, uri, token, prefix, expect_auth):
-    """Plain HTTP: the /ajax-api alias and, with --expect-auth, refusal without the token."""
+    """Plain HTTP: the /ajax-api alias and, with --expect-auth, writes refused without the token."""
     path = "/2.0/mlflow/registered-models/search"
     params = {"filter": f"name = '{prefix}-delta'"}
     auth = {"Authorization": f"Bearer {token}"} if token else {}
@@ -359,10 +359,15 @@ def check_raw(c, uri, token, prefix, expect_auth):
           lambda r: compare(("status", r.status_code, 200),
                             ("names", [m["name"] for m in r.json().get("registered_models", [])], [f"{prefix}-delta"])))
     if expect_auth:
+        # Writes need the token; reads stay open (carbongate's default).
+        create = "/2.0/mlflow/registered-models/create"
         for label, headers in [("no token", {}), ("wrong token", {"Authorization": "Bearer wrong"})]:
-            c.run(f"request with {label} refused", lambda h=headers: requests.get(f"{uri}/api{path}", headers=h,
-                                                                                  timeout=30),
+            c.run(f"write with {label} refused",
+                  lambda h=headers: requests.post(f"{uri}/api{create}", json={"name": f"{prefix}-unauthorized"},
+                                                  headers=h, timeout=30),
                   lambda r: (r.status_code in (401, 403), f"status={r.status_code}"))
+        c.run("read without a token allowed", lambda: requests.get(f"{uri}/api{path}", params=params, timeout=30),
+              lambda r: (r.status_code == 200, f"status={r.status_code}"))
 
 
 def cleanup(c, cl, p):
@@ -392,7 +397,7 @@ def parse_args(argv):
     ap.add_argument("--prefix", default=f"cgcheck-{uuid.uuid4().hex[:10]}",
                     help="name prefix of every model (lowercase letters, digits, '-')")
     ap.add_argument("--token", default=os.environ.get("MLFLOW_TRACKING_TOKEN", ""), help="bearer token")
-    ap.add_argument("--expect-auth", action="store_true", help="check that requests without the token fail")
+    ap.add_argument("--expect-auth", action="store_true", help="check that writes without the token are refused (reads stay open)")
     ap.add_argument("--keep", action="store_true", help="leave the models behind")
     args = ap.parse_args(argv)
     args.registry_uri = args.registry_uri.rstrip("/")

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/embedded"
+	"github.com/carbongate/carbongate/gateway/live"
+	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/connect"
+	"github.com/carbongate/carbongate/registry/fetch"
+	"github.com/carbongate/carbongate/registry/lazy"
+	"github.com/carbongate/carbongate/registry/mlflowapi"
+	"github.com/carbongate/carbongate/registry/s3"
+	"github.com/carbongate/carbongate/registry/watch"
+)
+
+// Registry configures the model registry: carbongate serves MLflow's
+// registry API over it and serves, in process, the versions its alias
+// points at, switching live when the alias moves.
+type Registry struct {
+	URI       string        // --registry; "" = no registry
+	Token     string        // --registry-token; "" = writes are open (warned)
+	Alias     string        // --registry-alias
+	Poll      time.Duration // --registry-poll
+	CacheDir  string        // --registry-cache-dir
+	Artifacts string        // --artifacts-destination (mlflow-artifacts:/ root)
+
+	store  *lazy.Store
+	models *live.Models
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (r *Registry) flags(fs *flag.FlagSet) {
+	fs.StringVar(&r.URI, "registry", r.URI, "model registry: postgres://… (MLflow's tables), crate://… or a file path (embedded); serves MLflow's registry API and the champion versions")
+	fs.StringVar(&r.Token, "registry-token", os.Getenv("CARBONGATE_REGISTRY_TOKEN"), "bearer token required for registry writes (default $CARBONGATE_REGISTRY_TOKEN); empty: writes are open")
+	fs.StringVar(&r.Alias, "registry-alias", registry.ChampionAlias, "the alias whose versions serve")
+	fs.DurationVar(&r.Poll, "registry-poll", watch.DefaultInterval, "how often the alias table is read when the database cannot notify")
+	fs.StringVar(&r.CacheDir, "registry-cache-dir", "", "where fetched model versions are kept (default: a directory under the user cache dir)")
+	fs.StringVar(&r.Artifacts, "artifacts-destination", "", "what mlflow-artifacts:/ locations map to (the MLflow server's --artifacts-destination), e.g. s3://bucket/mlartifacts")
+}
+
+// open connects (in the background when the database is down) and builds
+// the live model set. Start follows the aliases.
+func (r *Registry) open(m *Main, hist forecast.History) (embedded.ModelSet, error) {
+	if r.URI == "" {
+		return nil, nil
+	}
+	if err := registry.ValidateAlias(r.Alias); err != nil {
+		return nil, fmt.Errorf("--registry-alias: %s", forecast.ErrorMessage(err))
+	}
+	if _, _, err := connect.Parse(r.URI); err != nil {
+		return nil, fmt.Errorf("--registry: %s", forecast.ErrorMessage(err))
+	}
+	if r.Poll <= 0 {
+		return nil, fmt.Errorf("--registry-poll must be positive, got %v", r.Poll)
+	}
+	if r.CacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		r.CacheDir = filepath.Join(base, "carbongate", "registry-models")
+	}
+	f := fetch.Fetcher{ArtifactsDestination: r.Artifacts}
+	if c, err := s3.NewClient(s3.ConfigFromEnv(os.Getenv)); err == nil {
+		f.S3 = c
+	} else {
+		m.Logger.Warn("no S3 client; s3:// model versions will not load", "error", err)
+	}
+	r.store = lazy.New(func(ctx context.Context) (registry.Store, error) {
+		s, _, err := connect.Open(ctx, r.URI, registry.Options{})
+		return s, err
+	}, r.Poll*5, m.Logger)
+	var err error
+	var models *live.Models
+	w := watch.New(r.store, watch.Config{Interval: r.Poll, Logger: m.Logger, OnRead: func(err error) { models.Read(err) }})
+	models, err = live.New(live.Config{
+		Store: r.store, Watch: w.Run, Fetcher: f, History: hist, CacheDir: r.CacheDir,
+		Alias: r.Alias, Logger: m.Logger,
+		OnChange: func(cs []live.Changed) {
+			for _, c := range cs {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				if err := m.gw.Recompute(ctx, c.Zone, c.Signal); err != nil {
+					m.Logger.Warn("recomputing forecasts after a promotion", "zone", c.Zone, "error", err)
+				}
+				cancel()
+			}
+		},
+	})
+	if err != nil {
+		r.store.Close()
+		return nil, err
+	}
+	r.models = models
+	if r.Token == "" {
+		m.Logger.Warn("registry writes are NOT authenticated: set --registry-token (or $CARBONGATE_REGISTRY_TOKEN) outside a laptop")
+	}
+	return r.models, nil
+}
+
+// mount serves MLflow's registry API on e.
+func (r *Registry) mount(m *Main) (func(*echo.Echo), error) {
+	if r.store == nil {
+		return nil, nil
+	}
+	api, err := mlflowapi.New(mlflowapi.Config{Store: r.store, Token: r.Token, Logger: m.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return api.Register, nil
+}
+
+// start follows the aliases until Close.
+func (r *Registry) start() {
+	if r.models == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		_ = r.models.Run(ctx)
+	}()
+}
+
+// checks reports the registry in /readyz.
+func (r *Registry) checks() map[string]string {
+	if r.models == nil {
+		return nil
+	}
+	if !r.store.Connected() {
+		_, err := r.store.AliasTargets(context.Background())
+		return map[string]string{"registry": "database unreachable (" + forecast.ErrorMessage(err) + "); serving the models directory, baseline and climatology"}
+	}
+	return map[string]string{"registry": r.models.Status().String()}
+}
+
+func (r *Registry) close() {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
+	if r.store != nil {
+		r.store.Close()
+	}
+}

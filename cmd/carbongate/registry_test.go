@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carbongate/carbongate/models/serve/servetest"
+)
+
+// mlflowCall posts (or GETs, with body nil) to carbongate's MLflow API and
+// returns the status and body.
+func mlflowCall(t *testing.T, base, method, path, token string, body any) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, base+"/api/2.0/mlflow/"+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// deVersion polls /v1/schedule until DE's provenance shows version want.
+func deVersion(t *testing.T, base, want string, within time.Duration) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	for {
+		resp, err := http.Post(base+"/v1/schedule", "application/json", strings.NewReader(`{"zones":["DE","SE"],"duration":"PT3H"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Provenance map[string]struct{ Model, Version, Source string } `json:"provenance"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("schedule: status %d, %v", resp.StatusCode, err)
+		}
+		p := r.Provenance["DE"]
+		if p.Version == want && p.Source == "zone" && p.Model == "carbon-forecaster-DE" {
+			return time.Since(t0)
+		}
+		if time.Since(t0) > within {
+			t.Fatalf("DE provenance %+v after %v, want version %s of carbon-forecaster-DE", p, within, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRegistryPromotion: with --registry (the embedded store) carbongate
+// serves MLflow's API; registering two versions through it and moving the
+// champion alias switches what answers /v1/schedule, labelled with the
+// registry version, without a restart. Writes need the token.
+func TestRegistryPromotion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var sources []string
+	for i := range 2 {
+		src := filepath.Join(dir, fmt.Sprintf("v%d", i+1))
+		servetest.Save(t, src, servetest.Production(t, "carbon-forecaster-DE", "DE", i))
+		sources = append(sources, src)
+	}
+	m, _ := startMain(t, "--registry", filepath.Join(dir, "registry.db"), "--registry-token", "s3cret",
+		"--registry-poll", "50ms", "--registry-cache-dir", filepath.Join(dir, "cache"), "--drain-delay", "0s")
+	base := m.URL()
+	if code, body := mlflowCall(t, base, "POST", "registered-models/create", "", map[string]any{"name": "carbon-forecaster-DE"}); code != 401 {
+		t.Fatalf("write without the token: %d %s, want 401", code, body)
+	}
+	if code, body := mlflowCall(t, base, "POST", "registered-models/create", "s3cret", map[string]any{"name": "carbon-forecaster-DE"}); code != 200 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	for _, src := range sources {
+		if code, body := mlflowCall(t, base, "POST", "model-versions/create", "s3cret", map[string]any{"name": "carbon-forecaster-DE", "source": src}); code != 200 {
+			t.Fatalf("create version: %d %s", code, body)
+		}
+	}
+	for _, v := range []string{"1", "2", "1"} {
+		if code, body := mlflowCall(t, base, "POST", "registered-models/alias", "s3cret",
+			map[string]any{"name": "carbon-forecaster-DE", "alias": "champion", "version": v}); code != 200 {
+			t.Fatalf("set alias: %d %s", code, body)
+		}
+		d := deVersion(t, base, v, 10*time.Second)
+		t.Logf("champion -> %s visible in /v1/schedule after %v", v, d.Round(time.Millisecond))
+	}
+	code, body := mlflowCall(t, base, "GET", "registered-models/alias?name=carbon-forecaster-DE&alias=champion", "", nil)
+	if code != 200 || !strings.Contains(body, `"version":"1"`) {
+		t.Fatalf("get by alias: %d %s", code, body)
+	}
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"registry":"ok: 1 models from the registry"`) {
+		t.Fatalf("readyz %s", b)
+	}
+}
