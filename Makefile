@@ -76,6 +76,13 @@ bench:
 	$(GO) test -run '^$$' -bench . ./gateway/...
 	$(GO) test -run '^$$' -bench Throughput ./cmd/carbonserve/
 	$(GO) test -run '^$$' -bench '^BenchmarkModelInfer$$' -benchtime 3s ./oip/grpc | grep -v -e '^PASS$$' -e '^ok ' 
+	@echo "registry: alias lookups against a real MLflow server on the same PostgreSQL, and promotion delay under load"
+	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
+	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
+	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
+	export CARBONGATE_PG_BIN CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLFLOW && \
+	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkAliasLookup$$' -benchtime 1x ./test/e2e/ | grep -v -e '^PASS$$' -e '^ok ' -e '^goos' -e '^goarch' -e '^pkg' -e '^cpu' -e '^Benchmark' && \
+	$(GO) test -tags interop -count=1 -run '^TestPromotionUnderLoad$$' -v ./test/e2e/ | grep 'promotion visible'
 	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
 	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
 

@@ -106,7 +106,7 @@ func run(t *testing.T, path string, args ...string) {
 	}
 }
 
-func upload(t *testing.T, w *services.S3, bucket, prefix, dir string) {
+func upload(t testing.TB, w *services.S3, bucket, prefix, dir string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {

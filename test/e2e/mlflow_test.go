@@ -22,7 +22,7 @@ import (
 )
 
 // startGateway starts carbongate on the registry at dbURL.
-func startGateway(t *testing.T, bin, dbURL string, env []string, args ...string) string {
+func startGateway(t testing.TB, bin, dbURL string, env []string, args ...string) string {
 	t.Helper()
 	var base string
 	services.StartBinary(t, services.Binary{
@@ -40,7 +40,7 @@ func startGateway(t *testing.T, bin, dbURL string, env []string, args ...string)
 
 // trainDE trains one lifecycle DE model directory and uploads it to
 // s3://bucket/prefix; it returns the S3 URI and the local directory.
-func trainDE(t *testing.T, bin string, w *services.S3, bucket, prefix, until string) (string, string) {
+func trainDE(t testing.TB, bin string, w *services.S3, bucket, prefix, until string) (string, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "models")
 	ctl(t, bin, nil, "train", "--data", "bundled", "--until", until, "--signal", "lifecycle", "--zones", "DE", "--out", out)
@@ -50,7 +50,7 @@ func trainDE(t *testing.T, bin string, w *services.S3, bucket, prefix, until str
 }
 
 // call sends a JSON request to an MLflow-compatible server.
-func call(t *testing.T, base, method, path, token string, body any) map[string]any {
+func call(t testing.TB, base, method, path, token string, body any) map[string]any {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // ctl runs carbonctl with env and returns its stdout.
-func ctl(t *testing.T, bin string, env []string, args ...string) string {
+func ctl(t testing.TB, bin string, env []string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
