@@ -99,3 +99,26 @@ func TestRegisterPromoteErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterS3Down: when the artifact store cannot be reached nothing is
+// registered: no version, no half-written model.
+func TestRegisterS3Down(t *testing.T) {
+	de, _ := modelDirs(t)
+	reg := filepath.Join(t.TempDir(), "registry.db")
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	code, _, errOut := run("register", "--registry", reg, "--zone", "DE", "--model-dir", de, "--artifacts", "s3://models/registry", "--alias", "champion")
+	if code != 1 || !strings.Contains(errOut, "s3") {
+		t.Fatalf("exit %d, stderr %q; want a failure naming S3", code, errOut)
+	}
+	s, err := embedded.Open(reg, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	vs, _, err := s.SearchVersions(context.Background(), registry.Search{MaxResults: 10})
+	if err != nil || len(vs) != 0 {
+		t.Fatalf("versions after a failed upload: %+v %v", vs, err)
+	}
+}
