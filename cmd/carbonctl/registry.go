@@ -97,11 +97,13 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer store.Close()
-	if err := ensureModel(ctx, store, name, meta.Zone, meta.Signal); err != nil {
-		return err
-	}
+	// Files first: if the store cannot take them, nothing is registered.
 	up, err := storeArtifacts(ctx, *dir, base, name)
 	if err != nil {
+		return err
+	}
+	if err := ensureModel(ctx, store, name, meta.Zone, meta.Signal); err != nil {
+		up.undo()
 		return err
 	}
 	v, err := store.CreateVersion(ctx, registry.NewVersion{

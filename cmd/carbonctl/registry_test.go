@@ -101,7 +101,7 @@ func TestRegisterPromoteErrors(t *testing.T) {
 }
 
 // TestRegisterS3Down: when the artifact store cannot be reached nothing is
-// registered: no version, no half-written model.
+// registered: no model, no version.
 func TestRegisterS3Down(t *testing.T) {
 	de, _ := modelDirs(t)
 	reg := filepath.Join(t.TempDir(), "registry.db")
@@ -117,8 +117,8 @@ func TestRegisterS3Down(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	vs, _, err := s.SearchVersions(context.Background(), registry.Search{MaxResults: 10})
-	if err != nil || len(vs) != 0 {
-		t.Fatalf("versions after a failed upload: %+v %v", vs, err)
+	ms, _, err := s.SearchModels(context.Background(), registry.Search{MaxResults: 10})
+	if err != nil || len(ms) != 0 {
+		t.Fatalf("models after a failed upload: %+v %v", ms, err)
 	}
 }
