@@ -120,3 +120,35 @@ func TestRegistryPromotion(t *testing.T) {
 		t.Fatalf("readyz %s", b)
 	}
 }
+
+// TestRegistryDownAtStartup: with the database unreachable carbongate still
+// starts and schedules (from its other steps); /readyz is 200 and says the
+// registry is unreachable; the registry API answers 503.
+func TestRegistryDownAtStartup(t *testing.T) {
+	t.Parallel()
+	m, logs := startMain(t, "--registry", "postgres://carbongate@127.0.0.1:1/registry?connect_timeout=1", "--registry-poll", "1h", "--drain-delay", "0s")
+	resp, err := http.Get(m.URL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"registry":"database unreachable`) {
+		t.Fatalf("readyz %d %s", resp.StatusCode, b)
+	}
+	if code, body := mlflowCall(t, m.URL(), "GET", "registered-models/get?name=carbon-forecaster-DE", "", nil); code != 503 || !strings.Contains(body, "TEMPORARILY_UNAVAILABLE") {
+		t.Fatalf("registry API while the database is down: %d %s", code, body)
+	}
+	sr, err := http.Post(m.URL()+"/v1/schedule", "application/json", strings.NewReader(`{"zones":["DE"],"duration":"PT1H"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := io.ReadAll(sr.Body)
+	sr.Body.Close()
+	if sr.StatusCode != 200 || !strings.Contains(string(sb), `"source":"baseline"`) {
+		t.Fatalf("schedule while the registry is down: %d %s", sr.StatusCode, sb)
+	}
+	if !strings.Contains(logs.String(), "registry unreachable; retrying in the background") {
+		t.Fatalf("no warning logged:\n%s", logs)
+	}
+}
