@@ -7,6 +7,7 @@
 //	carbonserve --model_dir DIR|s3://bucket/prefix [--model_name NAME]
 //	            [--models DIR|s3://...] [--http_port 8080] [--grpc_port 8081]
 //	            [--reload-interval 30s]
+//	carbonserve --model models:/NAME@ALIAS [--registry-uri URL] [...]
 //
 // On SIGTERM or SIGINT it drains: readiness fails, it waits --drain-delay
 // for load balancers to notice, then stops both servers within
@@ -103,6 +104,10 @@ type Main struct {
 	Getenv          func(string) string // default os.Getenv
 	Stat            func(string) (os.FileInfo, error)
 
+	// Registry is --model models:/…: serve a registered model version
+	// and follow it (registry.go).
+	Registry RegistryConfig
+
 	Logger  *slog.Logger
 	Backend *serve.Server
 
@@ -112,6 +117,7 @@ type Main struct {
 	s3c            *minio.Client
 	tmpCache       string
 	remotes        []*remote
+	reg            *follower // registry mode, set by Run
 	stop           context.CancelFunc
 	loaded         chan struct{}
 	loadErr        error
@@ -180,6 +186,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.S3.Region, "s3-region", m.S3.Region, "S3 region (default $AWS_REGION)")
 	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "on SIGTERM, how long readiness fails before the servers stop")
 	fs.DurationVar(&m.ShutdownTimeout, "shutdown-timeout", m.ShutdownTimeout, "how long in-flight requests may take to finish at shutdown")
+	m.registryFlags(fs)
 	level := fs.String("log-level", m.LogLevel.String(), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -239,7 +246,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/", rest.NewHandler(m.Backend, rest.WithLogger(m.Logger)))
+	mux.Handle("/", rest.NewHandler(m.backend(), rest.WithLogger(m.Logger)))
 	base := context.WithoutCancel(ctx)
 	m.httpSrv = &http.Server{
 		Handler:           mux,
@@ -249,7 +256,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
-	m.grpcSrv = oipgrpc.NewServer(m.Backend, oipgrpc.ServerLogger(m.Logger))
+	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger))
 	m.wg.Go(func() {
 		if err := m.httpSrv.Serve(m.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.done <- fmt.Errorf("http: %w", err)
@@ -264,21 +271,25 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.stop = cancel
 	m.wg.Go(func() { m.loadAndWatch(lctx) })
 	m.Logger.Info("carbonserve listening", "http", m.httpLn.Addr().String(), "grpc", m.grpcLn.Addr().String(),
-		"model_dir", m.ModelDir, "models", m.ModelsDir, "model_name", m.ModelName, "reload_interval", m.ReloadInterval.String())
+		"model_dir", m.ModelDir, "models", m.ModelsDir, "model", m.Registry.Model, "model_name", m.ModelName, "reload_interval", m.ReloadInterval.String())
 	return nil
 }
 
 // resolveSources applies the /mnt/models default and checks the flags
 // agree.
 func (m *Main) resolveSources() error {
-	if m.ModelDir == "" && m.ModelsDir == "" {
+	if m.Registry.Model != "" {
+		if err := m.checkRegistry(); err != nil {
+			return err
+		}
+	} else if m.ModelDir == "" && m.ModelsDir == "" {
 		if st, err := m.Stat(KServeModelDir); err == nil && st.IsDir() {
 			m.ModelDir = KServeModelDir
 		} else {
-			return errors.New("no models: give --model_dir or --models (or mount " + KServeModelDir + ")")
+			return errors.New("no models: give --model_dir, --models or --model (or mount " + KServeModelDir + ")")
 		}
 	}
-	if m.ModelName != "" && m.ModelDir == "" {
+	if m.ModelName != "" && m.ModelDir == "" && m.reg == nil {
 		return errors.New("--model_name names the model of --model_dir")
 	}
 	if m.MaxBatch < 1 {
@@ -305,12 +316,18 @@ func (m *Main) loadAndWatch(ctx context.Context) {
 		}
 		return
 	}
-	if m.ReloadInterval > 0 {
+	switch {
+	case m.reg != nil:
+		m.followRegistry(ctx)
+	case m.ReloadInterval > 0:
 		m.Backend.Watch(ctx, m.ReloadInterval, m.refetch)
 	}
 }
 
 func (m *Main) load(ctx context.Context) error {
+	if m.reg != nil {
+		return m.loadRegistry(ctx)
+	}
 	var srcs []serve.Source
 	for _, root := range []string{m.ModelDir, m.ModelsDir} {
 		if root == "" {
