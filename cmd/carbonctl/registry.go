@@ -21,7 +21,7 @@ import (
 )
 
 // registryFlag is the --registry flag shared by the registry commands.
-const registryHelp = "registry: postgres://…, crate://…, file:PATH or PATH (the embedded store); default $CARBONGATE_REGISTRY"
+const registryHelp = "registry: postgres://…, crate://…, http(s)://… (an MLflow-compatible server such as carbongate; token from $MLFLOW_TRACKING_TOKEN), file:PATH or PATH (the embedded store); default $CARBONGATE_REGISTRY"
 
 // registryTimeout bounds one registry command.
 const registryTimeout = 5 * time.Minute

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
+	"github.com/carbongate/carbongate/registry/mlflowapi"
 )
 
 // modelDirs writes a DE and a generic model directory.
@@ -120,5 +124,42 @@ func TestRegisterS3Down(t *testing.T) {
 	ms, _, err := s.SearchModels(context.Background(), registry.Search{MaxResults: 10})
 	if err != nil || len(ms) != 0 {
 		t.Fatalf("models after a failed upload: %+v %v", ms, err)
+	}
+}
+
+// TestRegisterPromoteOverHTTP: --registry http://… talks MLflow's REST
+// API (here carbongate's, over an embedded store) with the token from
+// $MLFLOW_TRACKING_TOKEN.
+func TestRegisterPromoteOverHTTP(t *testing.T) {
+	de, _ := modelDirs(t)
+	s, err := embedded.Open(filepath.Join(t.TempDir(), "registry.db"), registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	api, err := mlflowapi.New(mlflowapi.Config{Store: s, Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	api.Register(e)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	arts := t.TempDir()
+	t.Setenv("MLFLOW_TRACKING_TOKEN", "wrong")
+	if code, _, errOut := run("register", "--registry", srv.URL, "--zone", "DE", "--model-dir", de, "--artifacts", arts); code != 1 || !strings.Contains(errOut, "unauthorized") {
+		t.Fatalf("with a wrong token: exit %d %s", code, errOut)
+	}
+	t.Setenv("MLFLOW_TRACKING_TOKEN", "tok")
+	for range 2 {
+		if code, _, errOut := run("register", "--registry", srv.URL, "--zone", "DE", "--model-dir", de, "--artifacts", arts); code != 0 {
+			t.Fatalf("register: exit %d %s", code, errOut)
+		}
+	}
+	if code, out, errOut := run("promote", "--registry", srv.URL, "--zone", "DE", "--version", "2"); code != 0 || !strings.Contains(out, "version none -> 2") {
+		t.Fatalf("promote: exit %d %q %s", code, out, errOut)
+	}
+	if v, err := s.VersionByAlias(context.Background(), "carbon-forecaster-DE", "champion"); err != nil || v.Version != 2 {
+		t.Fatalf("champion %+v %v", v, err)
 	}
 }

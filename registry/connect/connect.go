@@ -5,16 +5,21 @@
 //	crate://host:port/…               registry/cratedb (PG wire protocol; "crate" is
 //	                                  replaced by "postgres" for the driver)
 //	file:PATH, file:///PATH or PATH   registry/embedded (one file)
+//	http://… or https://…             registry/mlflowclient: any MLflow-compatible
+//	                                  registry server (carbongate, MLflow), with the
+//	                                  bearer token of $MLFLOW_TRACKING_TOKEN
 package connect
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/cratedb"
 	"github.com/carbongate/carbongate/registry/embedded"
+	"github.com/carbongate/carbongate/registry/mlflowclient"
 	"github.com/carbongate/carbongate/registry/postgres"
 )
 
@@ -26,6 +31,7 @@ const (
 	Postgres Kind = "postgres"
 	CrateDB  Kind = "cratedb"
 	Embedded Kind = "embedded"
+	MLflow   Kind = "mlflow"
 )
 
 // Parse returns the backend of uri and the address its driver takes.
@@ -37,12 +43,14 @@ func Parse(uri string) (Kind, string, error) {
 		return Postgres, uri, nil
 	case strings.HasPrefix(uri, "crate://"):
 		return CrateDB, "postgres://" + strings.TrimPrefix(uri, "crate://"), nil
+	case strings.HasPrefix(uri, "http://"), strings.HasPrefix(uri, "https://"):
+		return MLflow, uri, nil
 	case strings.HasPrefix(uri, "file://"):
 		return Embedded, strings.TrimPrefix(uri, "file://"), nil
 	case strings.HasPrefix(uri, "file:"):
 		return Embedded, strings.TrimPrefix(uri, "file:"), nil
 	case strings.Contains(uri, "://"):
-		return "", "", forecast.FieldErrorf(forecast.EINVALID, "registry", "registry URI %q: use postgres://, crate://, file: or a path", redact(uri))
+		return "", "", forecast.FieldErrorf(forecast.EINVALID, "registry", "registry URI %q: use postgres://, crate://, http(s)://, file: or a path", redact(uri))
 	}
 	return Embedded, uri, nil
 }
@@ -59,6 +67,8 @@ func Open(ctx context.Context, uri string, o registry.Options) (registry.Store, 
 		s, err = postgres.Open(ctx, addr, o)
 	case CrateDB:
 		s, err = cratedb.Open(ctx, addr, o)
+	case MLflow:
+		s, err = mlflowclient.New(addr, mlflowclient.Options{Token: os.Getenv("MLFLOW_TRACKING_TOKEN")})
 	default:
 		s, err = embedded.Open(addr, o)
 	}
@@ -86,6 +96,8 @@ func Migrate(ctx context.Context, uri string) (Kind, error) {
 		}
 		defer db.Close()
 		return kind, cratedb.Migrate(ctx, db)
+	case MLflow:
+		return kind, forecast.FieldErrorf(forecast.EINVALID, "registry", "migrate needs the database URI, not the server's")
 	}
 	return kind, nil
 }

@@ -23,6 +23,8 @@ func TestParse(t *testing.T) {
 		{in: "file:reg.db", kind: Embedded, addr: "reg.db"},
 		{in: "file:///var/lib/carbongate/reg.db", kind: Embedded, addr: "/var/lib/carbongate/reg.db"},
 		{in: "reg.db", kind: Embedded, addr: "reg.db"},
+		{in: "http://carbongate:8080", kind: MLflow, addr: "http://carbongate:8080"},
+		{in: "https://mlflow.example.com", kind: MLflow, addr: "https://mlflow.example.com"},
 		{in: "", code: forecast.EINVALID},
 		{in: "mysql://u:secret@db/x", code: forecast.EINVALID},
 	} {
