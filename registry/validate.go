@@ -109,3 +109,16 @@ func ModelName(zone string) string {
 	}
 	return ModelPrefix + zone
 }
+
+// ValidateStatus returns the status a new version is created with: status,
+// or StatusReady when empty; EINVALID for anything but the three version
+// statuses.
+func ValidateStatus(status string) (string, error) {
+	switch status {
+	case "":
+		return StatusReady, nil
+	case StatusReady, StatusPending, StatusFailed:
+		return status, nil
+	}
+	return "", forecast.FieldErrorf(forecast.EINVALID, "status", "invalid model version status %q", status)
+}

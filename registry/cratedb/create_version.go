@@ -80,13 +80,9 @@ func (s *Store) checkNewVersion(nv registry.NewVersion) (registry.ModelVersion, 
 			return registry.ModelVersion{}, err
 		}
 	}
-	status := nv.Status
-	switch status {
-	case "":
-		status = registry.StatusReady
-	case registry.StatusReady, registry.StatusPending, registry.StatusFailed:
-	default:
-		return registry.ModelVersion{}, forecast.FieldErrorf(forecast.EINVALID, "status", "invalid model version status %q", status)
+	status, err := registry.ValidateStatus(nv.Status)
+	if err != nil {
+		return registry.ModelVersion{}, err
 	}
 	now := s.millis()
 	return registry.ModelVersion{

@@ -69,12 +69,8 @@ func (s *Store) CreateVersion(ctx context.Context, nv registry.NewVersion) (regi
 	if err != nil {
 		return registry.ModelVersion{}, err
 	}
-	switch nv.Status {
-	case "":
-		nv.Status = registry.StatusReady
-	case registry.StatusReady, registry.StatusPending, registry.StatusFailed:
-	default:
-		return registry.ModelVersion{}, forecast.FieldErrorf(forecast.EINVALID, "status", "invalid model version status %q", nv.Status)
+	if nv.Status, err = registry.ValidateStatus(nv.Status); err != nil {
+		return registry.ModelVersion{}, err
 	}
 	nv.Tags = tags
 	var v registry.ModelVersion
