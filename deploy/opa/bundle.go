@@ -1,0 +1,135 @@
+// Package opabundle embeds the data files of carbongate's OPA admission
+// bundle (this directory), so that carbongate's own webhook decides from
+// exactly the numbers the Rego policy reads. It holds no decision logic.
+//
+// OPA loads a bundle's data files from files named data.json and mounts
+// each at its directory path, so the tree below is what the policy sees
+// at data.carbongate:
+//
+//	config/data.json             defaults: carbongate_url, timeout, fail_open, cache_seconds
+//	latency/<provider>/data.json P95 round-trip times between regions (azure only)
+//	residency/eu/data.json       regions located in EU-27 member states, per provider
+//	regions/<provider>/data.json region -> Electricity Maps zone, generated from forecast/regions
+package opabundle
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path"
+
+	"github.com/carbongate/carbongate/forecast"
+)
+
+//go:embed carbongate
+var files embed.FS
+
+// Providers returns the providers a VmTemplate may name, in the order of
+// the region table; each has a regions file (possibly without regions).
+func Providers() []string { return []string{"aws", "gcp", "azure", "oracle"} }
+
+// DefaultProvider is the provider of a VmTemplate without spec.provider:
+// the one with latency data.
+const DefaultProvider = "azure"
+
+// Data returns the data tree, rooted like data.carbongate (see the package
+// doc). It is read-only and shared.
+func Data() fs.FS {
+	sub, err := fs.Sub(files, "carbongate")
+	if err != nil { // "carbongate" is a valid, embedded directory
+		panic(err)
+	}
+	return sub
+}
+
+// Config is config/data.json: the policy's defaults, which OPA's
+// environment (CARBONGATE_URL, CARBONGATE_TIMEOUT, CARBONGATE_FAIL_OPEN,
+// CARBONGATE_CACHE_SECONDS) overrides at run time.
+type Config struct {
+	CarbongateURL string `json:"carbongate_url"`
+	Timeout       string `json:"timeout"` // Go duration, e.g. "2s"
+	FailOpen      bool   `json:"fail_open"`
+	CacheSeconds  int    `json:"cache_seconds"` // 0: no caching of /v1/schedule answers
+}
+
+// Latency is latency/<provider>/data.json.
+type Latency struct {
+	Provider  string            `json:"provider"`
+	Source    string            `json:"source"`
+	Statistic string            `json:"statistic"`
+	Date      string            `json:"date"` // YYYY-MM-DD, the end of the measurement window
+	Unit      string            `json:"unit"` // ms
+	Regions   map[string]string `json:"regions"`
+	// RTT[src][dst] is the round-trip time measured from src to dst; it is
+	// directional and 0 for src == dst.
+	RTT map[string]map[string]float64 `json:"rtt"`
+}
+
+// Residency is residency/eu/data.json.
+type Residency struct {
+	Description  string   `json:"description"`
+	Derivation   string   `json:"derivation"`
+	MemberStates []string `json:"member_states"` // ISO 3166-1 alpha-2
+	// Regions[provider][region] is the member state a region is in; regions
+	// outside the EU are absent.
+	Regions map[string]map[string]string `json:"regions"`
+}
+
+// Regions is regions/<provider>/data.json.
+type Regions struct {
+	Provider string            `json:"provider"`
+	Source   string            `json:"source"`
+	Regions  map[string]Region `json:"regions"` // by the provider's region name
+}
+
+// Region is one cloud region: its Electricity Maps zone ("" when the table
+// has none, or several) and location, from the latest year that lists it.
+type Region struct {
+	Zone     string `json:"zone"`
+	Location string `json:"location"`
+	Year     int    `json:"year"`
+}
+
+// LoadConfig reads config/data.json.
+func LoadConfig() (Config, error) {
+	var c Config
+	return c, load("config/data.json", &c)
+}
+
+// LoadLatency reads the latency matrix of provider; ok is false when the
+// provider has none.
+func LoadLatency(provider string) (l Latency, ok bool, err error) {
+	err = load(path.Join("latency", provider, "data.json"), &l)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Latency{}, false, nil
+	}
+	return l, err == nil, err
+}
+
+// LoadResidency reads residency/eu/data.json.
+func LoadResidency() (Residency, error) {
+	var r Residency
+	return r, load("residency/eu/data.json", &r)
+}
+
+// LoadRegions reads the regions of provider (one of Providers); an
+// unknown provider is ENOTFOUND.
+func LoadRegions(provider string) (Regions, error) {
+	var r Regions
+	return r, load(path.Join("regions", provider, "data.json"), &r)
+}
+
+func load(name string, v any) error {
+	b, err := fs.ReadFile(Data(), name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &forecast.Error{Code: forecast.ENOTFOUND, Message: "opabundle: no " + name, Err: err}
+	}
+	if err != nil {
+		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opabundle: reading " + name, Err: err}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opabundle: decoding " + name, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package carbongate.admission
+
+# Steps 7 and 8 of the decision procedure, and step 11: ask carbongate,
+# then patch, deny or fail open/closed.
+
+annotation_provenance := "carbongate.io/provenance"
+
+annotation_unscheduled := "carbongate.io/unscheduled"
+
+# schedule_body is what POST /v1/schedule gets: the distinct zones, sorted,
+# and the spec's duration and deadline as given.
+schedule_body := object.union({"zones": eligible_zones, "duration": spec.duration}, deadline_part)
+
+default deadline_part := {}
+
+deadline_part := {"deadline": spec.deadline} if {
+	present("deadline")
+	spec.deadline != ""
+}
+
+# schedule_request never raises: failures come back as status_code 0 with
+# error.message. A 200 answer is reused for config.cache_seconds (short:
+# identical templates created together, API server retries and webhook
+# reinvocations share one answer; the window's start ages by that much).
+schedule_request := object.union(
+	{
+		"method": "POST",
+		"url": concat("", [trim_right(config.carbongate_url, "/"), "/v1/schedule"]),
+		"headers": {"Content-Type": "application/json", "Accept": "application/json"},
+		"body": schedule_body,
+		"timeout": config.timeout,
+		"raise_error": false,
+	},
+	cache_part,
+)
+
+default cache_part := {}
+
+cache_part := {"force_cache": true, "force_cache_duration_seconds": config.cache_seconds} if {
+	config.cache_seconds > 0
+}
+
+answer := http.send(schedule_request)
+
+decision := answer.body.decision if {
+	answer.status_code == 200
+	d := answer.body.decision
+	is_string(d.zone)
+	is_string(d.start)
+	is_string(d.end)
+	is_number(d.mean_intensity)
+}
+
+schedule_outcome := admit(scheduled_patch) if {
+	representative[decision.zone]
+} else := deny(400, rejection_message) if {
+	user_fault
+} else := unavailable(unavailable_why)
+
+# A 4xx from carbongate (422: no window meets the deadline; 400: a duration
+# beyond the horizon) is the template's fault; 408 and 429 are not.
+user_fault if {
+	answer.status_code >= 400
+	answer.status_code < 500
+	not answer.status_code in {408, 429}
+}
+
+rejection_message := answer.body.error.message if {
+	is_string(answer.body.error.message)
+	answer.body.error.message != ""
+} else := sprintf("carbongate rejected the request with status %d", [answer.status_code])
+
+unavailable_why := sprintf("no answer within %s", [config.timeout]) if {
+	answer.status_code == 0
+	timed_out(answer.error.message)
+} else := answer.error.message if {
+	answer.status_code == 0
+} else := sprintf("carbongate chose zone %s, which is not a candidate", [decision.zone]) if {
+	decision
+} else := "carbongate answered 200 without a decision" if {
+	answer.status_code == 200
+} else := sprintf("carbongate answered %d: %s", [answer.status_code, answer_error_text])
+
+timed_out(msg) if contains(msg, "Client.Timeout")
+
+timed_out(msg) if contains(msg, "deadline exceeded")
+
+answer_error_text := answer.body.error.message if {
+	is_string(answer.body.error.message)
+} else := clip(trim_space(answer.raw_body), 200) if {
+	is_string(answer.raw_body)
+	trim_space(answer.raw_body) != ""
+} else := "no body"
+
+# unavailable: fail-closed denies with 503; fail-open admits the template
+# unscheduled, annotated with why.
+unavailable(why) := {
+	"allowed": true, "code": 0,
+	"message": concat("", ["carbongate unavailable: ", why]),
+	"patch": annotate(annotation_unscheduled, why),
+} if {
+	config.fail_open
+} else := deny(503, concat("", ["carbongate unavailable: ", why]))
+
+# scheduled_patch adds, in order: spec.provider (when absent),
+# spec.schedulingRegion, spec.schedulingTime, then the provenance annotation.
+scheduled_patch := array.concat(
+	array.concat(provider_ops, [
+		add_op("/spec/schedulingRegion", representative[decision.zone]),
+		add_op("/spec/schedulingTime", decision.start),
+	]),
+	annotate(annotation_provenance, json.marshal(provenance)),
+)
+
+default provider_ops := []
+
+provider_ops := [add_op("/spec/provider", provider)] if not present("provider")
+
+# provenance is the annotation's value (compact JSON, keys sorted): the
+# decision, its region, carbongate's saving against running now in the first
+# zone (null without a baseline), the forecast source of each zone and
+# carbongate's request id.
+provenance := {
+	"zone": decision.zone,
+	"region": representative[decision.zone],
+	"start": decision.start,
+	"end": decision.end,
+	"mean_intensity": decision.mean_intensity,
+	"savings_pct": object.get(answer.body, "savings_pct", null),
+	"sources": {z: p.source | some z, p in object.get(answer.body, "provenance", {})},
+	"request_id": object.get(answer.body, "request_id", ""),
+}

@@ -1,0 +1,156 @@
+package carbongate.admission
+
+# Step 1 of the decision procedure: the VmTemplate spec.
+
+providers := ["aws", "gcp", "azure", "oracle"]
+
+# default_provider is the provider of a template without spec.provider:
+# the one with latency data.
+default_provider := "azure"
+
+# field_order is the order in which problems are reported.
+field_order := ["minCPU", "minRAM", "duration", "deadline", "maxLatencyMs", "provider", "originRegion", "residency"]
+
+# spec_errors lists every problem of the spec, each naming its field.
+spec_errors := ["spec: required: a VmTemplate needs a spec object"] if {
+	not spec
+} else := [sprintf("spec.%s: %s", [f, msg]) | some f in field_order; msg := field_error[f]]
+
+field_error["minCPU"] := sprintf("must be an integer ≥ 1, got %s", [clip_json(spec.minCPU)]) if {
+	present("minCPU")
+	not integer_at_least(spec.minCPU, 1)
+}
+
+field_error["minRAM"] := sprintf("must be a Kubernetes quantity string like \"16Gi\", got %s", [clip_json(spec.minRAM)]) if {
+	present("minRAM")
+	not quantity(spec.minRAM)
+}
+
+field_error["duration"] := "required: an ISO 8601 duration like \"PT3H\"" if not present("duration")
+
+field_error["duration"] := duration_problem(spec.duration) if present("duration")
+
+field_error["deadline"] := sprintf("must be an RFC 3339 time like \"2021-06-03T00:00:00Z\", got %s", [clip_json(spec.deadline)]) if {
+	present("deadline")
+	not valid_deadline(spec.deadline)
+}
+
+field_error["maxLatencyMs"] := "required: the largest P95 round-trip time from spec.originRegion, in ms" if {
+	not present("maxLatencyMs")
+}
+
+field_error["maxLatencyMs"] := sprintf("must be an integer ≥ 0, got %s", [clip_json(spec.maxLatencyMs)]) if {
+	present("maxLatencyMs")
+	not integer_at_least(spec.maxLatencyMs, 0)
+}
+
+field_error["provider"] := sprintf("unknown provider %s: want one of %s (absent: %s)", [clip_json(spec.provider), concat(", ", providers), default_provider]) if {
+	present("provider")
+	not spec.provider in providers
+}
+
+field_error["originRegion"] := "required: the region of spec.provider where the users or data are" if {
+	not present("originRegion")
+}
+
+field_error["originRegion"] := sprintf("must be a region name of spec.provider, got %s", [clip_json(spec.originRegion)]) if {
+	present("originRegion")
+	not non_empty_string(spec.originRegion)
+}
+
+field_error["residency"] := sprintf("must be \"EU\" or empty, got %s", [clip_json(spec.residency)]) if {
+	present("residency")
+	not spec.residency in {"EU", ""}
+}
+
+integer_at_least(v, n) if {
+	is_number(v)
+	v == floor(v)
+	v >= n
+}
+
+non_empty_string(v) if {
+	is_string(v)
+	v != ""
+}
+
+# quantity holds for a Kubernetes resource quantity string ("16Gi", "500m",
+# "1e3"): what k8s.io/apimachinery's resource.ParseQuantity accepts, which
+# also takes an empty number ("Gi", "+", ".": zero).
+quantity(v) if {
+	is_string(v)
+	v != ""
+	regex.match(`^[+-]?[0-9]*(?:\.[0-9]*)?(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?$`, v)
+}
+
+valid_deadline(v) if v == ""
+
+valid_deadline(v) if {
+	is_string(v)
+	regex.match(`^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})$`, v)
+	time.parse_rfc3339_ns(v)
+}
+
+# duration_problem says what is wrong with a spec.duration value, and is
+# undefined for a positive ISO 8601 (PT3H, P1DT2H, PT0.5H) or Go (3h)
+# duration: the syntax carbongate's /v1/schedule accepts.
+duration_problem(v) := sprintf("must be a string like \"PT3H\", got %s", [clip_json(v)]) if not is_string(v)
+
+duration_problem(v) := "empty duration: want ISO 8601 like PT3H or Go like 3h" if {
+	is_string(v)
+	trim_space(v) == ""
+}
+
+duration_problem(v) := sprintf("%s is neither ISO 8601 (like PT3H, PT90M, P1DT2H) nor Go (like 3h) syntax", [clip_json(v)]) if {
+	is_string(v)
+	trim_space(v) != ""
+	not duration_ns(v)
+}
+
+duration_problem(v) := sprintf("must be positive, got %s", [clip_json(v)]) if {
+	is_string(v)
+	duration_ns(v) <= 0
+}
+
+# duration_ns is the length of an ISO 8601 or Go duration in nanoseconds.
+duration_ns(s) := iso_ns(upper(trim_space(s))) if startswith(upper(trim_space(s)), "P")
+
+duration_ns(s) := time.parse_duration_ns(t) if {
+	t := trim_space(s)
+	not startswith(upper(t), "P")
+	regex.match(`^[-+]?(?:0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+)$`, t)
+}
+
+# An ISO 8601 number: at most 12 integer and 9 fraction digits, "," or "."
+# as the decimal mark.
+iso_number := `(?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9})`
+
+# Weeks and days, then T and hours, minutes, seconds; no years or months
+# (they have no fixed length).
+iso_pattern := sprintf(`^P(?:(%s)W)?(?:(%s)D)?(?:T(?:(%s)H)?(?:(%s)M)?(?:(%s)S)?)?$`, [iso_number, iso_number, iso_number, iso_number, iso_number])
+
+iso_units := [604800000000000, 86400000000000, 3600000000000, 60000000000, 1000000000]
+
+iso_ns(s) := sum(parts) if {
+	s != "P"
+	not endswith(s, "T")
+	m := regex.find_all_string_submatch_n(iso_pattern, s, 1)[0]
+	parts := [ns | some i, unit in iso_units; ns := iso_value(m[i + 1]) * unit]
+}
+
+iso_value("") := 0
+
+iso_value(x) := to_number(json_number(trim_left(replace(x, ",", "."), "0"))) if x != ""
+
+# json_number makes a decimal without leading zeros a JSON number.
+json_number("") := "0"
+
+json_number(t) := concat("", ["0", t]) if startswith(t, ".")
+
+json_number(t) := t if {
+	t != ""
+	not startswith(t, ".")
+}
+
+# clip_json is v as JSON, shortened for messages.
+clip_json(v) := clip(json.marshal(v), 64)

@@ -1,0 +1,104 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/carbongate/carbongate/gateway"
+)
+
+// op is one RFC 6902 operation; the webhook only adds.
+type op struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func add(path string, value any) op { return op{Op: "add", Path: path, Value: value} }
+
+// pointerEscape escapes a JSON Pointer token (RFC 6901): ~ as ~0, / as ~1.
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// annotate appends the ops that set annotation key to value, adding
+// metadata.annotations first when obj has none.
+func annotate(ops []op, obj object, key, value string) []op {
+	if !obj.hasAnnotations {
+		ops = append(ops, add("/metadata/annotations", map[string]string{}))
+	}
+	return append(ops, add("/metadata/annotations/"+pointerEscape(key), value))
+}
+
+// provenance is the value of the carbongate.io/provenance annotation,
+// compact JSON with its keys in sorted order (as OPA's json.marshal writes
+// them). Times and numbers are written as POST /v1/schedule writes them.
+type provenance struct {
+	End           string            `json:"end"`
+	MeanIntensity float64           `json:"mean_intensity"`
+	Region        string            `json:"region"`
+	RequestID     string            `json:"request_id"`
+	SavingsPct    *float64          `json:"savings_pct"` // null without a baseline
+	Sources       map[string]string `json:"sources"`     // zone → forecast source, every candidate
+	Start         string            `json:"start"`
+	Zone          string            `json:"zone"`
+}
+
+// stamp formats t as the HTTP API does (time.Time's JSON form).
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// scheduledPatch returns the patch of a scheduled template, in order:
+// spec.provider (when absent), spec.schedulingRegion, spec.schedulingTime,
+// then the provenance annotation (after metadata.annotations when absent).
+func scheduledPatch(obj object, s spec, region string, d gateway.Decision, requestID string) ([]op, error) {
+	var ops []op
+	if !s.ProviderGiven {
+		ops = append(ops, add("/spec/provider", s.Provider))
+	}
+	start := stamp(d.Decision.Start)
+	ops = append(ops, add("/spec/schedulingRegion", region), add("/spec/schedulingTime", start))
+	p := provenance{
+		Zone: string(d.Decision.Zone), Region: region, Start: start, End: stamp(d.Decision.End),
+		MeanIntensity: d.Decision.Mean, SavingsPct: d.SavingsPct, RequestID: requestID,
+		Sources: make(map[string]string, len(d.Provenance)),
+	}
+	for z, pv := range d.Provenance {
+		p.Sources[string(z)] = string(pv.Source)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return annotate(ops, obj, AnnotationProvenance, string(b)), nil
+}
+
+// restore returns the patch of an UPDATE to the scheduled template old:
+// the scheduling fields the new object dropped, with their old values.
+func restore(old, obj object) []op {
+	var ops []op
+	for _, f := range []string{"schedulingRegion", "schedulingTime"} {
+		v, ok := old.field(f)
+		if _, has := obj.field(f); !ok || has {
+			continue
+		}
+		if !obj.hasSpec && len(ops) == 0 {
+			ops = append(ops, add("/spec", map[string]any{}))
+		}
+		ops = append(ops, add("/spec/"+f, v))
+	}
+	return ops
+}
+
+// marshalPatch encodes ops as the JSON the AdmissionResponse carries
+// (encoding/json base64-encodes it on the wire).
+func marshalPatch(ops []op) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ops); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

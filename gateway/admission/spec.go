@@ -1,0 +1,210 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/gateway/httpapi"
+)
+
+// object is the part of a VmTemplate the decision reads.
+type object struct {
+	hasAnnotations bool // metadata.annotations is present and not null
+	hasSpec        bool // spec is present and an object
+	spec           map[string]json.RawMessage
+}
+
+// spec is a validated VmTemplate spec.
+type spec struct {
+	Duration      string // as given: carbongate parses it again
+	Deadline      string // "" when absent
+	MaxLatencyMs  float64
+	OriginRegion  string
+	Provider      string // one of opabundle.Providers(); DefaultProvider when absent
+	ProviderGiven bool   // spec.provider was present
+	ResidencyEU   bool
+}
+
+// parseObject reads the metadata and spec of a raw object. It fails only
+// when raw is not a JSON object.
+func parseObject(raw []byte) (object, error) {
+	var top map[string]json.RawMessage
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return object{}, fmt.Errorf("the object is empty")
+	}
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return object{}, fmt.Errorf("the object is not a JSON object")
+	}
+	var o object
+	var meta map[string]json.RawMessage
+	if m, ok := top["metadata"]; ok && json.Unmarshal(m, &meta) == nil {
+		a, ok := meta["annotations"]
+		o.hasAnnotations = ok && !isNull(a)
+	}
+	if s, ok := top["spec"]; ok && json.Unmarshal(s, &o.spec) == nil && o.spec != nil {
+		o.hasSpec = true
+	}
+	return o, nil
+}
+
+// scheduled reports whether the object already has spec.schedulingRegion.
+func (o object) scheduled() bool {
+	v, ok := o.spec["schedulingRegion"]
+	if !ok || isNull(v) {
+		return false
+	}
+	var s string
+	return json.Unmarshal(v, &s) != nil || s != ""
+}
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// field returns spec[name] unless it is absent or null.
+func (o object) field(name string) (json.RawMessage, bool) {
+	v, ok := o.spec[name]
+	if !ok || isNull(v) {
+		return nil, false
+	}
+	return v, true
+}
+
+// validate checks the spec (step 1 of the decision procedure) and returns
+// every problem, each naming its field, in a fixed order.
+func (o object) validate() (spec, []string) {
+	if !o.hasSpec {
+		return spec{}, []string{"spec: required: a VmTemplate needs a spec object"}
+	}
+	s := spec{Provider: DefaultProvider}
+	var bad []string
+	check := func(field, problem string) {
+		if problem != "" {
+			bad = append(bad, "spec."+field+": "+problem)
+		}
+	}
+	if v, ok := o.field("minCPU"); ok && !integerAtLeast(v, 1) {
+		check("minCPU", "must be an integer ≥ 1, got "+clip(v))
+	}
+	if v, ok := o.field("minRAM"); ok && !quantity(v) {
+		check("minRAM", `must be a Kubernetes quantity string like "16Gi", got `+clip(v))
+	}
+	if v, ok := o.field("duration"); !ok {
+		check("duration", `required: an ISO 8601 duration like "PT3H"`)
+	} else if p := durationProblem(v); p != "" {
+		check("duration", p)
+	} else {
+		s.Duration, _ = text(v)
+	}
+	if v, ok := o.field("deadline"); ok {
+		if str, ok := text(v); ok && (str == "" || rfc3339(str)) {
+			s.Deadline = str // "" is absent
+		} else {
+			check("deadline", `must be an RFC 3339 time like "2021-06-03T00:00:00Z", got `+clip(v))
+		}
+	}
+	if v, ok := o.field("maxLatencyMs"); !ok {
+		check("maxLatencyMs", "required: the largest P95 round-trip time from spec.originRegion, in ms")
+	} else if !integerAtLeast(v, 0) {
+		check("maxLatencyMs", "must be an integer ≥ 0, got "+clip(v))
+	} else {
+		s.MaxLatencyMs, _ = number(v)
+	}
+	if v, ok := o.field("provider"); ok {
+		s.ProviderGiven = true
+		if str, ok := text(v); ok && slices.Contains(opabundle.Providers(), str) {
+			s.Provider = str
+		} else {
+			check("provider", fmt.Sprintf("unknown provider %s: want one of %s (absent: %s)", clip(v), strings.Join(opabundle.Providers(), ", "), DefaultProvider))
+		}
+	}
+	if v, ok := o.field("originRegion"); !ok {
+		check("originRegion", "required: the region of spec.provider where the users or data are")
+	} else if str, ok := text(v); !ok || str == "" {
+		check("originRegion", "must be a region name of spec.provider, got "+clip(v))
+	} else {
+		s.OriginRegion = str
+	}
+	if v, ok := o.field("residency"); ok {
+		if str, ok := text(v); ok && (str == "EU" || str == "") {
+			s.ResidencyEU = str == "EU"
+		} else {
+			check("residency", `must be "EU" or empty, got `+clip(v))
+		}
+	}
+	return s, bad
+}
+
+// durationProblem says what is wrong with a spec.duration value, or ""
+// for a positive duration in the syntax /v1/schedule takes (ISO 8601 like
+// PT3H, or Go like 3h).
+func durationProblem(v json.RawMessage) string {
+	str, ok := text(v)
+	switch {
+	case !ok:
+		return `must be a string like "PT3H", got ` + clip(v)
+	case strings.TrimSpace(str) == "":
+		return "empty duration: want ISO 8601 like PT3H or Go like 3h"
+	}
+	d, err := httpapi.ParseDuration(str)
+	switch {
+	case err != nil:
+		return clip(v) + " is neither ISO 8601 (like PT3H, PT90M, P1DT2H) nor Go (like 3h) syntax"
+	case d <= 0:
+		return "must be positive, got " + clip(v)
+	}
+	return ""
+}
+
+func integerAtLeast(v json.RawMessage, min float64) bool {
+	n, ok := number(v)
+	return ok && n == math.Trunc(n) && n >= min
+}
+
+// quantity reports whether v is a Kubernetes resource quantity string.
+func quantity(v json.RawMessage) bool {
+	str, ok := text(v)
+	if !ok {
+		return false
+	}
+	_, err := resource.ParseQuantity(str)
+	return err == nil
+}
+
+func rfc3339(s string) bool {
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// number returns a JSON number's value.
+func number(v json.RawMessage) (float64, bool) {
+	var n float64
+	if err := json.Unmarshal(v, &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// text returns a JSON string's value.
+func text(v json.RawMessage) (string, bool) {
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// clip returns v's JSON text, shortened for messages.
+func clip(v json.RawMessage) string {
+	s := string(bytes.TrimSpace(v))
+	if len(s) > 64 {
+		s = s[:61] + "..."
+	}
+	return s
+}
