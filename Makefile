@@ -16,7 +16,7 @@ MODELS     := $(CACHE)/models/$(MODELS_KEY)
 TRAIN_UNTIL ?= 2021-01-01T00:00:00Z
 REPLAY_START ?= 2021-06-01T00:00:00Z
 
-.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test
+.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test helm-lint
 
 all: build
 
@@ -67,10 +67,11 @@ test: fmt-check vet
 	@echo "setting up the Python peers (cached after the first run)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && \
+	HELM=$$(test/setup/helm.sh) && \
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW && \
+	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
@@ -79,6 +80,11 @@ test-short: fmt-check vet
 # The OPA policy's own tests (make test runs them too, in test/opa).
 policy-test:
 	$$(test/setup/opa.sh) test deploy/opa -v
+
+# Lint and render the Helm chart and check every rendered object (make test runs this too).
+helm-lint:
+	HELM=$$(test/setup/helm.sh) && $$HELM lint --strict deploy/helm/carbongate && \
+	HELM=$$HELM $(GO) test -count=1 -tags interop ./test/helm/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -cpu 1 ./forecast/

@@ -1,0 +1,173 @@
+//go:build interop
+
+package helm
+
+// chartCase is one values combination the chart must render, lint and pass
+// every check with.
+type chartCase struct {
+	name    string
+	release string
+	ns      string
+	values  string         // YAML given with --values
+	kinds   map[string]int // how many objects of each kind (CRDs aside)
+	// externalConfigMaps are ConfigMaps the values name but the chart does
+	// not render.
+	externalConfigMaps []string
+}
+
+// testCA is a base64 placeholder for admission.tls.caBundle: the chart
+// passes it through; the API server only needs it to be PEM.
+const testCA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
+
+// chartCases: the defaults, everything on, each admission mode and bundle
+// source, the registry on PostgreSQL, discovery, KServe models variants.
+var chartCases = []chartCase{
+	{
+		name: "defaults", release: "carbongate", ns: "carbon", values: "{}",
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
+		name: "everything on", release: "cg", ns: "carbon",
+		values: `
+registry:
+  enabled: true
+  uriSecret: {name: carbongate-registry}
+  tokenSecret: {name: carbongate-registry-token}
+  artifactsDestination: s3://carbongate-models/mlartifacts
+s3:
+  enabled: true
+  endpoint: http://seaweedfs-s3.storage.svc:8333
+  region: us-east-1
+  verifyTLS: false
+  credentialsSecret: {name: carbongate-s3}
+kserve:
+  namespace: models
+  discovery: {enabled: true, protocol: grpc, signal: lifecycle}
+  models: {enabled: true}
+admission:
+  mode: opa
+  failOpen: true
+  tls: {secretName: carbongate-opa-tls, caBundle: ` + testCA + `}
+  namespaceSelector: {matchLabels: {carbongate.io/admission: enabled}}
+autoscaling: {enabled: true}
+serviceMonitor: {enabled: true, labels: {release: prometheus}}
+backfill: {enabled: true, args: [--zones=DE]}
+gateway:
+  extraEnv: [{name: GOMAXPROCS, value: "2"}]
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 2, "Deployment": 2, "PodDisruptionBudget": 2,
+			"HorizontalPodAutoscaler": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 2, "MutatingWebhookConfiguration": 1,
+			"ServingRuntime": 1, "InferenceService": 4, "ServiceMonitor": 1, "CronJob": 1},
+	},
+	{
+		name: "admission opa, bundle from a ConfigMap", release: "carbongate", ns: "policy",
+		values: `
+admission:
+  mode: opa
+  tls: {secretName: opa-tls, injectCAFrom: policy/opa-cert}
+  opa: {replicas: 1, bundle: {source: configMap, configMap: carbongate-opa-bundle}}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 2, "Deployment": 2, "PodDisruptionBudget": 1,
+			"ConfigMap": 1, "MutatingWebhookConfiguration": 1},
+		externalConfigMaps: []string{"carbongate-opa-bundle"},
+	},
+	{
+		name: "admission opa, bundle server", release: "carbongate", ns: "policy",
+		values: `
+admission:
+  mode: opa
+  failurePolicy: Ignore
+  tls: {secretName: opa-tls, caBundle: ` + testCA + `}
+  opa: {bundle: {source: url, url: "https://bundles.example.com", resource: carbongate/bundle.tar.gz}}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 2, "Deployment": 2, "PodDisruptionBudget": 2,
+			"ConfigMap": 1, "MutatingWebhookConfiguration": 1},
+	},
+	{
+		name: "admission carbongate", release: "gate", ns: "carbon",
+		values: `
+admission:
+  mode: carbongate
+  failOpen: true
+  timeoutSeconds: 8
+  tls: {secretName: carbongate-webhook-tls, caBundle: ` + testCA + `}
+  clientCA: {secretName: apiserver-client-ca}
+serviceMonitor: {enabled: true}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1,
+			"MutatingWebhookConfiguration": 1, "ServiceMonitor": 1},
+	},
+	{
+		name: "admission none", release: "carbongate", ns: "carbon", values: "admission: {mode: none}",
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
+		name: "registry on PostgreSQL", release: "carbongate", ns: "carbon",
+		values: `
+registry:
+  enabled: true
+  uriSecret: {name: pg-registry, key: postgres-uri}
+  tokenSecret: {name: registry-token}
+  poll: 2s
+s3: {enabled: true, endpoint: "seaweedfs:8333", credentialsSecret: {name: s3-keys}}
+gateway: {replicas: 3}
+podDisruptionBudget: {maxUnavailable: null, minAvailable: 2}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
+		name: "discovery on", release: "carbongate", ns: "carbon",
+		values: `
+kserve: {namespace: kserve-models, discovery: {enabled: true}}
+serviceAccount: {name: gateway}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Role": 1, "RoleBinding": 1},
+	},
+	{
+		name: "KServe models, Knative", release: "carbongate", ns: "carbon",
+		values: `
+kserve:
+  models:
+    enabled: true
+    zones: [us-cal-ciso, FR]
+    generic: false
+    storageUri: gs://bucket/models/
+    signal: direct
+    namePrefix: cf
+    deploymentMode: Knative
+    minReplicas: 0
+    maxReplicas: 3
+    runtime: {name: carbonserve-direct, image: "registry.example.com/carbonserve:v9"}
+    resources: {requests: {cpu: 200m, memory: null}, limits: {cpu: null, memory: 2Gi}}
+serviceAccount: {create: false}
+podDisruptionBudget: {enabled: false}
+`,
+		kinds: map[string]int{"Service": 1, "Deployment": 1, "ServingRuntime": 1, "InferenceService": 2},
+	},
+}
+
+// rejectCase is a values combination the chart must refuse, with a part of
+// the message it must give.
+type rejectCase struct {
+	name, values, want string
+}
+
+var rejectCases = []rejectCase{
+	{"misspelled key", "gateway: {replica: 3}", "replica"},
+	{"unknown admission mode", "admission: {mode: kyverno}", "/admission/mode"},
+	{"grace period not above drain + shutdown", "gateway: {drainDelaySeconds: 20, shutdownTimeoutSeconds: 10, terminationGracePeriodSeconds: 30}",
+		"terminationGracePeriodSeconds (30) must exceed"},
+	{"registry without its Secret", "registry: {enabled: true}", "registry.uriSecret.name"},
+	{"S3 without credentials", "s3: {enabled: true}", "s3.credentialsSecret.name"},
+	{"webhook without TLS", "admission: {mode: carbongate}", "admission.tls.secretName"},
+	{"webhook timeout above the API server's limit", "admission: {mode: opa, timeoutSeconds: 31, tls: {secretName: t}}", "timeoutSeconds"},
+	{"webhook timeout not above carbongate's", "admission: {mode: opa, timeoutSeconds: 2, tls: {secretName: t}}", "must exceed admission.carbongateTimeoutSeconds"},
+	{"ConfigMap bundle without a name", "admission: {mode: opa, tls: {secretName: t}, opa: {bundle: {source: configMap}}}", "admission.opa.bundle.configMap"},
+	{"two PDB bounds", "podDisruptionBudget: {maxUnavailable: 1, minAvailable: 1}", "exactly one"},
+	{"zone listed twice", "kserve: {models: {enabled: true, zones: [DE, de]}}", "listed twice"},
+	{"reserved zone", "kserve: {models: {enabled: true, zones: [generic]}}", "reserved"},
+	{"bad storage URI", "kserve: {models: {enabled: true, storageUri: http://x}}", "storageUri"},
+	{"env entry with both value and valueFrom", "gateway: {extraEnv: [{name: X, value: v, valueFrom: {secretKeyRef: {name: s, key: k}}}]}", "extraEnv"},
+	{"backfill without the registry", "backfill: {enabled: true}", "backfill.enabled needs registry.enabled"},
+	{"HPA bounds reversed", "autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}", "minReplicas"},
+}

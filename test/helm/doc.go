@@ -1,0 +1,18 @@
+// Package helm checks the Helm chart in deploy/helm/carbongate without a
+// cluster or network: its tests (build tag interop) render the chart with a
+// real Helm v3 (test/setup/helm.sh builds the pinned version; make passes it
+// as $HELM) for several values combinations, run `helm lint --strict`, and
+// decode every rendered document strictly into its Go API type — k8s.io/api,
+// KServe's serving/v1alpha1 and v1beta1 types, apiextensions/v1 for the CRD
+// and a field-for-field local type for the Prometheus Operator's
+// ServiceMonitor — so that an unknown or misspelled field fails. The API
+// types' cheap validators (names, labels, selectors, the CRD validator of the
+// API server) run next, then the chart's own contracts: probes, the drain
+// timing, secrets only through secretKeyRef, resources, selectors that match,
+// and KServe objects identical to `carbonctl deploy render`'s.
+//
+// This is the offline stand-in for kubeconform, whose JSON schemas are not
+// reachable here. The package imports github.com/kserve/kserve directly: of
+// carbongate's own packages only gateway/kserve does, a test package under
+// test/ may.
+package helm
