@@ -71,7 +71,8 @@ test: fmt-check vet
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW && \
+	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
+	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
@@ -88,7 +89,8 @@ helm-lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -cpu 1 ./forecast/
-	$(GO) test -run '^$$' -bench . ./gateway/...
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkOverload$$' ./gateway/...
+	$(GO) test -run '^$$' -bench '^BenchmarkOverload$$' ./gateway/httpapi/ | grep '^overload'
 	$(GO) test -run '^$$' -bench Throughput ./cmd/carbonserve/
 	$(GO) test -run '^$$' -bench '^BenchmarkModelInfer$$' -benchtime 3s ./oip/grpc | grep -v -e '^PASS$$' -e '^ok ' 
 	@echo "registry: alias lookups against a real MLflow server on the same PostgreSQL, and promotion delay under load"

@@ -17,6 +17,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/cache"
 	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/guard"
 )
 
 // Unit is the unit of every intensity the gateway returns.
@@ -74,9 +75,13 @@ type Decision struct {
 	SavingsPct   *float64   // (baseline − decision) / baseline × 100; nil without a baseline
 	Alternatives []Placement
 	Infeasible   []forecast.ZoneReason
-	Provenance   map[forecast.Zone]forecast.Provenance
-	Signal       forecast.Signal
-	Clock        Reading
+	// Capped lists the zones, better than Decision's, that the zone cap
+	// (Config.ZoneCap) steered this decision away from, best first; nil
+	// when the decision is the best window.
+	Capped     []guard.Capped
+	Provenance map[forecast.Zone]forecast.Provenance
+	Signal     forecast.Signal
+	Clock      Reading
 }
 
 // ZoneInfo describes a zone the gateway can forecast.
@@ -111,12 +116,18 @@ type Config struct {
 	Clock     clock.Clock              // required
 	Horizon   time.Duration            // forecast length; default DefaultHorizon, whole hours
 	Step      time.Duration            // default step of the window search; default DefaultStep, at least MinStep
+	// ZoneCap, when its Share is set, steers a decision away from a zone
+	// that already holds more than Share of the decisions of the last
+	// Window (and at least MinCount of them), to the best feasible zone
+	// under the cap; the clock defaults to Clock. Zero: off.
+	ZoneCap guard.Config
 }
 
 // Service answers scheduling and forecast requests. Safe for concurrent use.
 type Service struct {
 	cfg     Config
-	scratch sync.Pool // of *scratch
+	cap     *guard.Guard // nil: no zone cap
+	scratch sync.Pool    // of *scratch
 }
 
 // scratch is the per-request working space of Schedule, recycled because
@@ -168,7 +179,26 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Step < MinStep || cfg.Step > cfg.Horizon {
 		return nil, forecast.FieldErrorf(forecast.EINVALID, "step", "step must be between %v and the horizon %v, got %v", MinStep, cfg.Horizon, cfg.Step)
 	}
-	return &Service{cfg: cfg}, nil
+	if cfg.ZoneCap.Now == nil {
+		cfg.ZoneCap.Now = cfg.Clock.Now
+	}
+	g, err := guard.New(cfg.ZoneCap)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, cap: g}, nil
+}
+
+// WithZoneCap returns a Service with s's configuration and the zone cap
+// zc (see Config.ZoneCap), for callers that did not construct s; a zero
+// zc returns s. Errors: EINVALID for an invalid zc.
+func (s *Service) WithZoneCap(zc guard.Config) (*Service, error) {
+	if zc.Share == 0 {
+		return s, zc.Validate()
+	}
+	cfg := s.cfg
+	cfg.ZoneCap = zc
+	return New(cfg)
 }
 
 // Horizon returns the forecast horizon.
@@ -203,7 +233,10 @@ func (s *Service) Forecast(ctx context.Context, zone forecast.Zone, signal forec
 	return fc, now, err
 }
 
-// Schedule finds the window with the lowest mean intensity for req.
+// Schedule finds the window with the lowest mean intensity for req. With a
+// zone cap (Config.ZoneCap) the decision is the best window of the best
+// zone under the cap, and Decision.Capped names the better zones skipped;
+// Alternatives stay the best window of every zone, best first.
 //
 // Errors are *forecast.Error with Field set: EINVALID for a malformed or
 // unknown field (unknown zones and regions are all named in one message),
@@ -271,7 +304,16 @@ func (s *Service) Schedule(ctx context.Context, req Request) (Decision, error) {
 		}
 		return Decision{}, err
 	}
-	d.Decision = placement(res.Best, located)
+	best := res.Best
+	if s.cap != nil {
+		ranked := make([]forecast.Zone, len(res.PerZone))
+		for i, w := range res.PerZone {
+			ranked[i] = w.Zone
+		}
+		i, capped := s.cap.Admit(ranked)
+		best, d.Capped = res.PerZone[i], capped
+	}
+	d.Decision = placement(best, located)
 	d.Alternatives = make([]Placement, len(res.PerZone))
 	for i, w := range res.PerZone {
 		d.Alternatives[i] = placement(w, located)
@@ -286,7 +328,7 @@ func (s *Service) Schedule(ctx context.Context, req Request) (Decision, error) {
 			d.Baseline = &Placement{Zone: origin, Location: located[origin], Start: start, End: start.Add(q.Duration), Mean: m}
 			sv := 0.0
 			if m > 0 {
-				sv = (m - res.Best.Mean) / m * 100
+				sv = (m - best.Mean) / m * 100
 			}
 			d.SavingsPct = &sv
 		}

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -46,6 +47,7 @@ import (
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/embedded"
+	"github.com/carbongate/carbongate/gateway/guard"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
@@ -100,6 +102,16 @@ type Main struct {
 	AccessLog       bool
 	Stderr          io.Writer // logs; default os.Stderr
 
+	// MaxInFlight bounds the API requests served at once (--max-inflight);
+	// 0: httpapi.DefaultMaxInFlight.
+	MaxInFlight int
+	// MaxBacklog sheds API requests while this many goroutines wait for a
+	// CPU (--max-backlog); 0: httpapi.DefaultMaxBacklog; negative: off.
+	MaxBacklog int
+	// ZoneCap spreads bursts of decisions over zones (--zone-cap-share,
+	// --zone-cap-window, --zone-cap-min); Share 0: off.
+	ZoneCap guard.Config
+
 	RoutesFile      string        // --routes: static route file; "" = none
 	RouteRefresh    time.Duration // how often the routes are re-read
 	UpstreamTimeout time.Duration // each remote step
@@ -114,6 +126,8 @@ type Main struct {
 	// Registry, when its URI is set, serves MLflow's registry API and the
 	// versions the champion alias points at, switching live on promotion.
 	Registry Registry
+	// Admission serves the VmTemplate admission webhook and TLS.
+	Admission Admission
 
 	Logger *slog.Logger
 
@@ -170,8 +184,14 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.UpstreamTimeout, "upstream-timeout", m.UpstreamTimeout, "bound of each remote fallback step, retries of a cold (\"not ready\") model included")
 	fs.IntVar(&m.BreakerFailures, "breaker-failures", m.BreakerFailures, "consecutive failures that open an endpoint's circuit breaker")
 	fs.DurationVar(&m.BreakerCooldown, "breaker-cooldown", m.BreakerCooldown, "how long an open breaker fails fast before it lets one probe through")
+	fs.IntVar(&m.MaxInFlight, "max-inflight", cmp.Or(m.MaxInFlight, httpapi.DefaultMaxInFlight()), "API requests served at once, 64 × GOMAXPROCS by default (probes and metrics not counted); beyond it a request gets 503 with Retry-After at once")
+	fs.IntVar(&m.MaxBacklog, "max-backlog", cmp.Or(m.MaxBacklog, httpapi.DefaultMaxBacklog()), "shed API requests with 503 and Retry-After while this many goroutines wait for a CPU (a CPU overload queues requests there, before any handler runs); negative: off")
+	fs.Float64Var(&m.ZoneCap.Share, "zone-cap-share", m.ZoneCap.Share, "zone cap: a zone holding more than this share of the decisions of the last --zone-cap-window (and at least --zone-cap-min of them) gets no more; they go to the best zone under the cap (0: off)")
+	fs.DurationVar(&m.ZoneCap.Window, "zone-cap-window", cmp.Or(m.ZoneCap.Window, guard.DefaultWindow), "sliding window of the zone cap")
+	fs.IntVar(&m.ZoneCap.MinCount, "zone-cap-min", cmp.Or(m.ZoneCap.MinCount, guard.DefaultMinCount), "decisions of the window a zone must hold before the zone cap applies to it")
 	m.Discovery.flags(fs)
 	m.Registry.flags(fs)
+	m.Admission.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -184,6 +204,11 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--breaker-failures must be at least 1, got %d", m.BreakerFailures)
 	case m.BreakerCooldown <= 0:
 		return fmt.Errorf("--breaker-cooldown must be positive, got %v", m.BreakerCooldown)
+	case m.MaxInFlight < 1:
+		return fmt.Errorf("--max-inflight must be at least 1, got %d", m.MaxInFlight)
+	}
+	if err := m.ZoneCap.Validate(); err != nil {
+		return fmt.Errorf("--zone-cap-*: %s", forecast.ErrorMessage(err))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -212,6 +237,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: m.LogLevel}))
 	clk, err := clock.Parse(m.Clock, m.ReplayStart)
 	if err != nil {
+		return err
+	}
+	if err := m.Admission.load(m.Logger); err != nil {
 		return err
 	}
 	tables, err := m.loadData()
@@ -259,9 +287,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if mount, err = m.Admission.mount(m, mount); err != nil {
+		return err
+	}
+	svc, err := m.gw.Service.WithZoneCap(m.ZoneCap)
+	if err != nil {
+		return err
+	}
 	m.api, err = httpapi.New(httpapi.Config{
-		Mount: mount, Checks: m.Registry.checks,
-		Service: m.gw.Service, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
+		OpenAPIExtra: m.Admission.openAPI(),
+		Mount:        mount, Checks: m.Registry.checks, MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
+		Service: svc, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
 		Ready: func() error {
 			if !m.ready.Load() {
 				return forecast.Errorf(forecast.EUNAVAILABLE, "warming the forecast cache")
@@ -276,6 +312,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	m.ln = m.Admission.listener(m.ln)
 	m.srv = m.api.HTTPServer()
 	m.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	m.wg.Add(1)
@@ -355,7 +392,7 @@ func (m *Main) URL() string {
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+	return m.Admission.scheme() + "://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
 // Ready reports whether the forecasts are warm.

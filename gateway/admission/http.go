@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,3 +91,10 @@ func DecodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	}
 	return &rv, nil
 }
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI fragment describing the webhook route, to be
+// merged into the gateway's document when the route is served.
+func OpenAPI() []byte { return bytes.Clone(openAPI) }

@@ -53,6 +53,20 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		}
 		e.raw("]")
 	}
+	if len(b.Capped) > 0 {
+		e.raw(`,"capped":[`)
+		for i, c := range b.Capped {
+			if i > 0 {
+				e.raw(",")
+			}
+			e.raw(`{"zone":`)
+			e.str(c.Zone)
+			e.raw(`,"share":`)
+			e.float(c.Share)
+			e.raw("}")
+		}
+		e.raw("]")
+	}
 	e.raw(`,"provenance":`)
 	if b.Provenance == nil {
 		e.raw("null")

@@ -55,6 +55,9 @@ func TestAppendScheduleMatchesEncodingJSON(t *testing.T) {
 		for range r.IntN(3) {
 			b.Infeasible = append(b.Infeasible, zoneReasonJSON{Zone: strs[r.IntN(len(strs))], Reason: strs[r.IntN(len(strs))]})
 		}
+		for range r.IntN(3) {
+			b.Capped = append(b.Capped, cappedJSON{Zone: strs[r.IntN(len(strs))], Share: floats[r.IntN(len(floats))]})
+		}
 		if i%7 != 0 {
 			b.Provenance = map[string]provenanceJSON{}
 			for range r.IntN(4) {

@@ -24,6 +24,12 @@ type zoneReasonJSON struct {
 	Reason string `json:"reason"`
 }
 
+// cappedJSON is a zone the zone cap steered a decision away from.
+type cappedJSON struct {
+	Zone  string  `json:"zone"`
+	Share float64 `json:"share"`
+}
+
 type provenanceJSON struct {
 	Model    string    `json:"model"`
 	Version  string    `json:"version"`
@@ -43,6 +49,7 @@ type scheduleBody struct {
 	SavingsPct   *float64                  `json:"savings_pct,omitempty"`
 	Alternatives []placementJSON           `json:"alternatives"`
 	Infeasible   []zoneReasonJSON          `json:"infeasible,omitempty"`
+	Capped       []cappedJSON              `json:"capped,omitempty"`
 	Provenance   map[string]provenanceJSON `json:"provenance"`
 	Signal       string                    `json:"signal"`
 	Unit         string                    `json:"unit"`
@@ -128,6 +135,12 @@ func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
 	}
 	for _, r := range d.Infeasible {
 		out.Infeasible = append(out.Infeasible, zoneReasonJSON{Zone: string(r.Zone), Reason: r.Reason})
+	}
+	if len(d.Capped) > 0 {
+		out.Capped = make([]cappedJSON, len(d.Capped))
+		for i, c := range d.Capped {
+			out.Capped[i] = cappedJSON{Zone: string(c.Zone), Share: c.Share}
+		}
 	}
 	for z, p := range d.Provenance {
 		out.Provenance[string(z)] = provenanceOf(p)

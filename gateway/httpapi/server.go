@@ -66,10 +66,24 @@ type Config struct {
 	Checks func() map[string]string
 	// Mount, when set, registers more routes (e.g. the MLflow registry
 	// API) behind the same middleware: request ids, metrics, access log.
-	Mount          func(e *echo.Echo)
+	Mount func(e *echo.Echo)
+	// OpenAPIExtra describes the mounted routes: an OpenAPI fragment
+	// ({"paths": …, "components": …}) merged into /openapi.json.
+	OpenAPIExtra   []byte
 	RequestTimeout time.Duration // default DefaultRequestTimeout
 	// AccessLog turns per-request access logs on.
 	AccessLog bool
+	// MaxInFlight bounds the requests inside handlers (all routes but
+	// /healthz, /readyz and /metrics); beyond it a request gets 503 with
+	// code unavailable and Retry-After at once, and counts in
+	// carbongate_http_shed_total. 0: DefaultMaxInFlight; negative: error.
+	MaxInFlight int
+	// MaxBacklog sheds requests the same way while this many goroutines of
+	// the process wait for a CPU (the Go scheduler's run queues, read at
+	// most once per millisecond): under a CPU overload requests queue
+	// there, before their handler runs. 0: DefaultMaxBacklog; negative:
+	// off.
+	MaxBacklog int
 }
 
 // Server is the HTTP API. It implements http.Handler.
@@ -78,16 +92,22 @@ type Server struct {
 	echo     *echo.Echo
 	log      *slog.Logger
 	draining atomic.Bool
+	limiter  *limiter
+	// openapiDoc is the document served at /openapi.json: the embedded
+	// one plus Config.OpenAPIExtra.
+	openapiDoc []byte
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	sources  *prometheus.CounterVec
+	capped   *prometheus.CounterVec
 
 	// The children of the vectors above, looked up once per label values
 	// rather than per request.
 	requestsBy labelCache[routeCode, prometheus.Counter]
 	latencyBy  labelCache[string, prometheus.Observer]
 	sourcesBy  labelCache[forecast.Source, prometheus.Counter]
+	cappedBy   labelCache[forecast.Zone, prometheus.Counter]
 }
 
 // routeCode labels carbongate_http_requests_total.
@@ -134,10 +154,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.MaxInFlight < 0 {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "max_inflight", "httpapi: MaxInFlight must not be negative, got %d", cfg.MaxInFlight)
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight()
+	}
+	if cfg.MaxBacklog == 0 {
+		cfg.MaxBacklog = DefaultMaxBacklog()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger,
+	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.MaxInFlight, cfg.MaxBacklog),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_http_requests_total", Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
@@ -148,13 +177,17 @@ func New(cfg Config) (*Server, error) {
 		sources: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_decision_forecast_sources_total", Help: "Forecasts used by scheduling decisions, by fallback step.",
 		}, []string{"source"}),
+		capped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_decision_zone_capped_total", Help: "Scheduling decisions steered away from a zone over the zone cap, by that zone.",
+		}, []string{"zone"}),
 	}
 	s.requestsBy.make = func(k routeCode) prometheus.Counter {
 		return s.requests.WithLabelValues(k.route, strconv.Itoa(k.code))
 	}
 	s.latencyBy.make = func(route string) prometheus.Observer { return s.latency.WithLabelValues(route) }
 	s.sourcesBy.make = func(src forecast.Source) prometheus.Counter { return s.sources.WithLabelValues(string(src)) }
-	for _, c := range []prometheus.Collector{s.requests, s.latency, s.sources} {
+	s.cappedBy.make = func(z forecast.Zone) prometheus.Counter { return s.capped.WithLabelValues(string(z)) }
+	for _, c := range []prometheus.Collector{s.requests, s.latency, s.sources, s.capped, s.limiter.shed, s.limiter.inflight} {
 		if err := cfg.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 		}
@@ -162,7 +195,7 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.middleware)
+	e.Use(s.middleware, s.limit)
 	e.POST("/v1/schedule", s.schedule)
 	e.GET("/v1/forecast", s.forecast)
 	e.GET("/v1/zones", s.zones)
@@ -173,6 +206,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Mount != nil {
 		cfg.Mount(e)
 	}
+	doc, err := mergeOpenAPI(openAPI, cfg.OpenAPIExtra)
+	if err != nil {
+		return nil, err
+	}
+	s.openapiDoc = doc
 	s.echo = e
 	return s, nil
 }
@@ -245,7 +283,10 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		el := time.Since(t0)
 		s.requestsBy.get(routeCode{route, status}).Inc()
 		s.latencyBy.get(route).Observe(el.Seconds())
-		if s.cfg.AccessLog {
+		// Shed requests are counted, not logged: logging them would add work
+		// exactly when there is too much.
+		var he *httpError
+		if s.cfg.AccessLog && !(errors.As(err, &he) && he.shed) {
 			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
 				slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
 				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", c.Response().Size),
@@ -275,6 +316,7 @@ func newID() string { return rand.Text() }
 type httpError struct {
 	status        int
 	code, message string
+	shed          bool // rejected by the in-flight limit
 }
 
 func (e *httpError) Error() string { return e.code + ": " + e.message }
@@ -441,6 +483,9 @@ func (s *Server) schedule(c echo.Context) error {
 	for _, p := range d.Provenance {
 		s.sourcesBy.get(p.Source).Inc()
 	}
+	for _, c := range d.Capped {
+		s.cappedBy.get(c.Zone).Inc()
+	}
 	out := scheduleResponse(d, c.Get(keyRequestID).(string))
 	defer releaseSchedule(out)
 	bp := slicePool.Get().(*[]byte)
@@ -530,5 +575,5 @@ func (s *Server) readyz(c echo.Context) error {
 }
 
 func (s *Server) openapi(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPI)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.openapiDoc)
 }
