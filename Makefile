@@ -100,6 +100,9 @@ bench:
 	export CARBONGATE_PG_BIN CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLFLOW && \
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkAliasLookup$$' -benchtime 1x ./test/e2e/ | grep -v -e '^PASS$$' -e '^ok ' -e '^goos' -e '^goarch' -e '^pkg' -e '^cpu' -e '^Benchmark' && \
 	$(GO) test -tags interop -count=1 -run '^TestPromotionUnderLoad$$' -v ./test/e2e/ | grep 'promotion visible'
+	@echo "admission: 2,000 reviews/s for 60 s through OPA (http.send) and straight to carbongate"
+	CARBONGATE_OPA=$$(test/setup/opa.sh) && export CARBONGATE_OPA && \
+	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkAdmissionLoad$$' -benchtime 1x -timeout 10m ./test/opa/ | grep '^admission load'
 	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
 	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
 

@@ -1,0 +1,116 @@
+//go:build interop
+
+package opa
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// loadResult summarises one open-loop run.
+type loadResult struct {
+	sent, failed int
+	p50, p99     time.Duration
+}
+
+// openLoad posts body to url at rate requests/s for d (each on its own
+// goroutine, so a slow answer delays no later request); ok judges a 200
+// answer's body.
+func openLoad(url string, body []byte, rate int, d time.Duration, ok func([]byte) bool) loadResult {
+	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		fail int
+		wg   sync.WaitGroup
+	)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	for t := range tick.C {
+		if t.After(end) {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+			good := false
+			if err == nil {
+				b, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				good = rerr == nil && resp.StatusCode == 200 && ok(b)
+			}
+			el := time.Since(t0)
+			mu.Lock()
+			lat = append(lat, el)
+			if !good {
+				fail++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	return loadResult{sent: len(lat), failed: fail, p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
+}
+
+// BenchmarkAdmissionLoad (make bench, -benchtime 1x) offers
+// $CARBONGATE_LOAD_RATE (default 2,000) admission reviews/s through a real
+// OPA server with the bundle (http.send to carbongate with a 60 s cache),
+// then as many schedule requests/s straight to carbongate, for
+// $CARBONGATE_LOAD_SECONDS (default 60) each, and prints p50/p99 and
+// errors of both; the last line is the ratio of the p99s (goal: p99 under
+// 20 ms through OPA, zero errors).
+func BenchmarkAdmissionLoad(b *testing.B) {
+	secs := 60
+	if s, err := strconv.Atoi(os.Getenv("CARBONGATE_LOAD_SECONDS")); err == nil && s > 0 {
+		secs = s
+	}
+	d := time.Duration(secs) * time.Second
+	rate := 2000
+	if r, err := strconv.Atoi(os.Getenv("CARBONGATE_LOAD_RATE")); err == nil && r > 0 {
+		rate = r
+	}
+	opa := opaBinary(b)
+	bundle := buildBundle(b, opa)
+	_, carbongate := startCarbongate(b)
+	opaURL := startOPA(b, opa, bundle, opaConfig{carbongate: carbongate, cacheSeconds: 60})
+	review, err := os.ReadFile(filepath.Join("..", "fixtures", "admission", "create-scheduled-eu", "review.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	schedule := []byte(`{"zones":["AT","DK-DK2","ES","IT-NO","NL","PL","SE"],"duration":"PT3H","deadline":"2021-06-03T00:00:00Z"}`)
+	allowed := func(body []byte) bool { return bytes.Contains(body, []byte(`"allowed":true`)) }
+	decided := func(body []byte) bool { return bytes.Contains(body, []byte(`"decision"`)) }
+	// Warm both paths.
+	openLoad(opaURL, review, 200, 2*time.Second, allowed)
+	openLoad(carbongate+"/v1/schedule", schedule, 200, 2*time.Second, decided)
+
+	viaOPA := openLoad(opaURL, review, rate, d, allowed)
+	direct := openLoad(carbongate+"/v1/schedule", schedule, rate, d, decided)
+	for _, r := range []struct {
+		name string
+		r    loadResult
+	}{{"through OPA (http.send, 60 s cache)", viaOPA}, {"direct /v1/schedule", direct}} {
+		fmt.Printf("admission load %-34s %d requests in %v: p50 %v, p99 %v, %d errors\n",
+			r.name, r.r.sent, d, r.r.p50.Round(10*time.Microsecond), r.r.p99.Round(10*time.Microsecond), r.r.failed)
+	}
+	b.ReportMetric(float64(viaOPA.p99.Microseconds()), "opa-p99-µs")
+	fmt.Printf("admission load p99 through OPA / direct: %.1fx (goal: OPA p99 < 20ms, 0 errors)\n", float64(viaOPA.p99)/float64(direct.p99))
+	if viaOPA.failed > 0 || direct.failed > 0 {
+		b.Errorf("errors: %d through OPA, %d direct", viaOPA.failed, direct.failed)
+	}
+}
