@@ -41,64 +41,57 @@ latency_matrix := data.carbongate.latency[provider].rtt
 has_latency if is_object(latency_matrix)
 
 # rtt_from_origin is the round-trip time from the origin to each region
-# that has one; the origin itself is 0.
-rtt_from_origin[r] := 0 if {
-	some r, _ in provider_regions
+# that has one; the origin itself is 0. It is built from the origin's row of
+# the matrix in one pass (a complete rule: evaluated once per decision).
+rtt_from_origin := object.union(
+	{r: t | some r, t in latency_matrix[origin]; provider_regions[r]},
+	{origin: 0 | provider_regions[origin]},
+)
+
+# rtt(r) is rtt_from_origin[r] without building all of rtt_from_origin.
+rtt(r) := 0 if {
 	r == origin
-}
+} else := latency_matrix[origin][r]
 
-rtt_from_origin[r] := t if {
-	some r, _ in provider_regions
-	r != origin
-	t := latency_matrix[origin][r]
-}
-
-# Step 3: within max_latency of the origin; without latency data, only the
-# origin qualifies.
-latency_kept contains r if {
+# Step 3: within max_latency of the origin (the origin itself: 0, and
+# max_latency is at least 0); without latency data, only the origin
+# qualifies. One pass over the origin's row of the matrix.
+latency_kept := {r | some r, t in latency_matrix[origin]; t <= max_latency; provider_regions[r]} | origin_kept if {
 	has_latency
-	some r, t in rtt_from_origin
-	t <= max_latency
-}
+} else := origin_kept
 
-latency_kept contains origin if {
-	not has_latency
-	provider_regions[origin]
-}
+origin_kept := {origin | provider_regions[origin]}
 
 beyond := count({r | some r, t in rtt_from_origin; t > max_latency})
 
 unmeasured := count({r | has_latency; some r, _ in provider_regions; not rtt_from_origin[r]})
 
 # Step 4: residency.
-residency_kept contains r if {
-	some r in latency_kept
-	not residency_eu
-}
-
-residency_kept contains r if {
-	some r in latency_kept
+residency_kept := {r | some r in latency_kept; data.carbongate.residency.eu.regions[provider][r]} if {
 	residency_eu
-	data.carbongate.residency.eu.regions[provider][r]
-}
+} else := latency_kept
 
 outside_eu := count(latency_kept) - count(residency_kept)
 
 # Step 5: a grid zone, and one representative region per zone: the lowest
-# round-trip time from the origin, then the lowest name.
-zone_kept contains r if {
-	some r in residency_kept
-	provider_regions[r].zone != ""
+# round-trip time from the origin, then the lowest name. zone_candidates
+# holds [zone, rtt, region] of each region with a zone.
+zone_candidates := sort([[z, rtt(r), r] | some r in residency_kept; z := provider_regions[r].zone; z != ""])
+
+no_zone := count(residency_kept) - count(zone_candidates)
+
+eligible_zones := sort({c[0] | some c in zone_candidates})
+
+# representative maps each eligible zone to the first of its candidates in
+# zone_candidates' order (zone, rtt, name): one pass.
+representative := {c[0]: c[2] |
+	some i, c in zone_candidates
+	first_of_zone(i, c[0])
 }
 
-no_zone := count(residency_kept) - count(zone_kept)
+first_of_zone(0, _)
 
-eligible_zones := sort({provider_regions[r].zone | some r in zone_kept})
-
-representative[z] := best[1] if {
-	some z in eligible_zones
-	best := min({[rtt_from_origin[r], r] | some r in zone_kept; provider_regions[r].zone == z})
-}
+first_of_zone(i, z) if zone_candidates[i - 1][0] != z
 
 # Step 6: why no region is eligible, e.g. "no eligible region: 12 regions
 # beyond 40 ms of westeurope, 3 outside the EU, 1 without a grid zone" (the

@@ -101,33 +101,33 @@ duration_problem(v) := "empty duration: want ISO 8601 like PT3H or Go like 3h" i
 	trim_space(v) == ""
 }
 
-duration_problem(v) := sprintf("%s is neither ISO 8601 (like PT3H, PT90M, P1DT2H) nor Go (like 3h) syntax", [clip_json(v)]) if {
+duration_problem(v) := problem if {
 	is_string(v)
 	trim_space(v) != ""
-	not duration_ns(v)
+	problem := duration_value_problem(v, [ns | ns := duration_ns(v)])
 }
 
-duration_problem(v) := sprintf("must be positive, got %s", [clip_json(v)]) if {
-	is_string(v)
-	duration_ns(v) <= 0
-}
+# duration_value_problem judges a non-blank string duration v given ns, its
+# length as [nanoseconds] ([] when it does not parse): it parses it once.
+duration_value_problem(v, []) := sprintf("%s is neither ISO 8601 (like PT3H, PT90M, P1DT2H) nor Go (like 3h) syntax", [clip_json(v)])
+
+duration_value_problem(v, [ns]) := sprintf("must be positive, got %s", [clip_json(v)]) if ns <= 0
 
 # duration_ns is the length of an ISO 8601 or Go duration in nanoseconds.
-duration_ns(s) := iso_ns(upper(trim_space(s))) if startswith(upper(trim_space(s)), "P")
-
-duration_ns(s) := time.parse_duration_ns(t) if {
+duration_ns(s) := iso_ns(u) if {
+	u := upper(trim_space(s))
+	startswith(u, "P")
+} else := time.parse_duration_ns(t) if {
 	t := trim_space(s)
-	not startswith(upper(t), "P")
 	regex.match(`^[-+]?(?:0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+)$`, t)
 }
 
-# An ISO 8601 number: at most 12 integer and 9 fraction digits, "," or "."
-# as the decimal mark.
-iso_number := `(?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9})`
-
-# Weeks and days, then T and hours, minutes, seconds; no years or months
-# (they have no fixed length).
-iso_pattern := sprintf(`^P(?:(%s)W)?(?:(%s)D)?(?:T(?:(%s)H)?(?:(%s)M)?(?:(%s)S)?)?$`, [iso_number, iso_number, iso_number, iso_number, iso_number])
+# iso_pattern matches weeks and days, then T and hours, minutes, seconds; no
+# years or months (they have no fixed length). Each number has at most 12
+# integer and 9 fraction digits, "," or "." as the decimal mark:
+# (?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9}). It is one literal, so
+# that no evaluation builds it.
+iso_pattern := `^P(?:((?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9}))W)?(?:((?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9}))D)?(?:T(?:((?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9}))H)?(?:((?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9}))M)?(?:((?:[0-9]{1,12}(?:[.,][0-9]{1,9})?|[.,][0-9]{1,9}))S)?)?$`
 
 iso_units := [604800000000000, 86400000000000, 3600000000000, 60000000000, 1000000000]
 
@@ -135,10 +135,8 @@ iso_ns(s) := sum(parts) if {
 	s != "P"
 	not endswith(s, "T")
 	m := regex.find_all_string_submatch_n(iso_pattern, s, 1)[0]
-	parts := [ns | some i, unit in iso_units; ns := iso_value(m[i + 1]) * unit]
+	parts := [(iso_value(m[i + 1]) * unit) | some i, unit in iso_units; m[i + 1] != ""]
 }
-
-iso_value("") := 0
 
 iso_value(x) := to_number(json_number(trim_left(replace(x, ",", "."), "0"))) if x != ""
 
