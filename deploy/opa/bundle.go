@@ -35,12 +35,16 @@ const DefaultProvider = "azure"
 
 // Data returns the data tree, rooted like data.carbongate (see the package
 // doc). It is read-only and shared.
-func Data() fs.FS {
-	sub, err := fs.Sub(files, "carbongate")
-	if err != nil { // "carbongate" is a valid, embedded directory
-		panic(err)
+func Data() fs.FS { return dataFS{} }
+
+// dataFS serves the embedded carbongate directory as the root.
+type dataFS struct{}
+
+func (dataFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	return sub
+	return files.Open(path.Join("carbongate", name))
 }
 
 // Config is config/data.json: the policy's defaults, which OPA's
