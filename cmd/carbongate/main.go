@@ -31,15 +31,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
@@ -57,33 +56,8 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "carbongate:", err)
-		os.Exit(2)
-	}
-	if err := m.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "carbongate:", err)
-		os.Exit(1)
-	}
-	var code int
-	select {
-	case <-ctx.Done():
-	case err := <-m.Done():
-		m.Logger.Error("server stopped", "error", err)
-		code = 1
-	}
-	stop()
-	if err := m.Close(); err != nil {
-		m.Logger.Error("shutdown", "error", err)
-		code = 1
-	}
-	os.Exit(code)
+	daemon.Exit("carbongate", m, func() *slog.Logger { return m.Logger })
 }
 
 // Main is the carbongate program: ParseFlags, then Run (which returns once

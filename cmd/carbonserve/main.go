@@ -24,12 +24,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -38,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models/serve"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
@@ -46,33 +45,8 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "carbonserve:", err)
-		os.Exit(2)
-	}
-	if err := m.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "carbonserve:", err)
-		os.Exit(1)
-	}
-	var code int
-	select {
-	case <-ctx.Done():
-	case err := <-m.Done():
-		m.Logger.Error("stopped", "error", err)
-		code = 1
-	}
-	stop()
-	if err := m.Close(); err != nil {
-		m.Logger.Error("shutdown", "error", err)
-		code = 1
-	}
-	os.Exit(code)
+	daemon.Exit("carbonserve", m, func() *slog.Logger { return m.Logger })
 }
 
 // KServeModelDir is where KServe's storage initializer puts the model of
