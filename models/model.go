@@ -42,3 +42,13 @@ type TrainingInfo struct {
 type Trained interface {
 	Training() TrainingInfo
 }
+
+// IntervalModel is a Model that also gives a prediction interval: lower and
+// upper (len Horizon each) bound the hour's value at the model's nominal
+// coverage (Meta-independent; the model records it in its artifact).
+// carbonserve answers the optional lower/upper outputs of the tensor
+// contract for such models; backfills store them.
+type IntervalModel interface {
+	Model
+	PredictInterval(history []float64, start time.Time, out, lower, upper []float64) error
+}
