@@ -108,3 +108,15 @@ type Observed interface {
 	// starting at from; hours without an observation are NaN.
 	Observed(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, error)
 }
+
+// DB is a store backed by a database (PostgreSQL or CrateDB); see the
+// subpackage connect to open one by URL.
+type DB interface {
+	Forecasts
+	Observed
+	// Migrate creates the store's tables when absent; it never drops or
+	// alters existing ones.
+	Migrate(ctx context.Context) error
+	// Close releases the connections.
+	Close()
+}
