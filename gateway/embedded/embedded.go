@@ -56,6 +56,10 @@ const (
 // Config configures the embedded gateway.
 type Config struct {
 	Tables    map[forecast.Zone]*dataset.Table // observed data; required
+	// History, when set, is where models and the baseline read observed
+	// history instead of Tables (production mode: the observed-signals
+	// store). Tables still list the zones and give climatology.
+	History forecast.History
 	Regions   *regions.Table                   // required
 	ModelsDir string                           // trained models (workflow layout); "" = none
 	Clock     clock.Clock                      // required
@@ -153,7 +157,10 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{tables: cfg.Tables, regions: cfg.Regions,
 		zone: make(map[modelKey]forecast.Forecaster), generic: make(map[forecast.Signal]forecast.Forecaster)}
-	hist := history.New(cfg.Tables)
+	var hist forecast.History = history.New(cfg.Tables)
+	if cfg.History != nil {
+		hist = cfg.History
+	}
 	if cfg.ModelsDir != "" {
 		g.load(cfg.ModelsDir, hist, log)
 	}
@@ -198,13 +205,13 @@ func New(cfg Config) (*Gateway, error) {
 				return model(z, s)
 			}},
 			{Source: forecast.SourceGeneric, Timeout: cfg.ModelTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-				if _, ok := cfg.Tables[z]; !ok {
+				if !hasHistory(cfg, z) {
 					return nil // a generic model needs the zone's history
 				}
 				return model("", s)
 			}},
 			{Source: forecast.SourceBaseline, Timeout: cfg.BaselineTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-				if _, ok := cfg.Tables[z]; !ok {
+				if !hasHistory(cfg, z) {
 					return nil
 				}
 				return base[s]
@@ -533,4 +540,14 @@ func NewBundled(cfg Config) (*Gateway, error) {
 		cfg.Clock = c
 	}
 	return New(cfg)
+}
+
+// hasHistory reports whether zone z may have observed history: always with
+// a History (it answers per call), otherwise when Tables hold the zone.
+func hasHistory(cfg Config, z forecast.Zone) bool {
+	if cfg.History != nil {
+		return true
+	}
+	_, ok := cfg.Tables[z]
+	return ok
 }

@@ -1,0 +1,178 @@
+package httpapi
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ConnsPerCPU sets the default connection limit: DefaultMaxConns is
+// ConnsPerCPU × GOMAXPROCS open connections.
+//
+// Why 1024: each open connection holds a goroutine and its buffers (about
+// 10-40 KiB while a request is read or answered), so the limit bounds the
+// memory that many clients can make the gateway hold, while it stays far
+// above what the in-flight limit lets do work at once.
+const ConnsPerCPU = 1024
+
+// DefaultMaxConns is the connection limit used when 0 is asked for.
+func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
+
+// ConnLimit bounds the open connections of an http.Server. A connection
+// arriving at the limit first evicts an idle keep-alive connection (the one
+// idle longest): clients that keep connections open cannot lock out new
+// ones, probes included. When every connection is busy the new one is
+// answered 503 with Retry-After and closed, as the in-flight limit does
+// for requests, so memory stays bounded under any load.
+//
+// Wrap the listener with Listener and set the server's ConnState to
+// ConnState.
+type ConnLimit struct {
+	max   int
+	plain bool // answer refused connections with a 503 (not over TLS)
+
+	mu    sync.Mutex
+	open  int
+	idle  map[net.Conn]time.Time
+	conns map[net.Conn]bool // counted connections, until StateClosed/StateHijacked
+
+	refused prometheus.Counter
+	evicted prometheus.Counter
+}
+
+// NewConnLimit returns a limit of max open connections (0: DefaultMaxConns).
+// plain tells whether the connections speak plain HTTP, in which case a
+// refused connection gets a 503 answer; over TLS it is only closed.
+func NewConnLimit(max int, plain bool) *ConnLimit {
+	if max <= 0 {
+		max = DefaultMaxConns()
+	}
+	l := &ConnLimit{max: max, idle: map[net.Conn]time.Time{}, conns: map[net.Conn]bool{},
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "carbongate_http_conns_refused_total",
+			Help: "Connections refused at the connection limit (every connection busy): answered 503 with Retry-After and closed.",
+		}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "carbongate_http_conns_evicted_total",
+			Help: "Idle keep-alive connections closed at the connection limit to admit a new one.",
+		}),
+	}
+	l.plain = plain
+	return l
+}
+
+// Collectors returns the limit's metrics.
+func (l *ConnLimit) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{l.refused, l.evicted}
+}
+
+// Listener wraps ln so that each accepted connection is admitted or refused.
+func (l *ConnLimit) Listener(ln net.Listener) net.Listener { return &limitListener{ln, l} }
+
+type limitListener struct {
+	net.Listener
+	l *ConnLimit
+}
+
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ll.l.admit(c) {
+			return c, nil
+		}
+	}
+}
+
+// admit counts c in, evicting the longest-idle connection at the limit,
+// or refuses it when none is idle.
+func (l *ConnLimit) admit(c net.Conn) bool {
+	l.mu.Lock()
+	if l.open >= l.max {
+		var oldest net.Conn
+		var since time.Time
+		for ic, t := range l.idle {
+			if oldest == nil || t.Before(since) {
+				oldest, since = ic, t
+			}
+		}
+		if oldest == nil {
+			l.mu.Unlock()
+			l.refused.Inc()
+			go l.refuse(c)
+			return false
+		}
+		l.forget(oldest)
+		l.evicted.Inc()
+		oldest.Close()
+	}
+	l.open++
+	l.conns[c] = true
+	l.mu.Unlock()
+	return true
+}
+
+// forget uncounts c; under mu.
+func (l *ConnLimit) forget(c net.Conn) {
+	if l.conns[c] {
+		delete(l.conns, c)
+		delete(l.idle, c)
+		l.open--
+	}
+}
+
+// refuse answers a refused connection, then closes it after the client
+// has had a moment to read the answer (closing with its request unread
+// would reset the connection before the answer arrives).
+func (l *ConnLimit) refuse(c net.Conn) {
+	defer c.Close()
+	if !l.plain {
+		return
+	}
+	c.SetDeadline(time.Now().Add(time.Second))
+	body := fmt.Sprintf(`{"error":{"code":"unavailable","message":"overloaded: too many connections, retry later"},"request_id":%q}`, newID())
+	answer := fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Type: application/json\r\n"+
+		"Connection: close\r\nContent-Length: %d\r\n\r\n%s", RetryAfter, len(body), body)
+	if _, err := c.Write(answer); err != nil {
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	buf := make([]byte, 4<<10)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// ConnState tracks idle connections; set it as the http.Server's ConnState.
+func (l *ConnLimit) ConnState(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch s {
+	case http.StateIdle:
+		if l.conns[c] {
+			l.idle[c] = time.Now()
+		}
+	case http.StateActive:
+		delete(l.idle, c)
+	case http.StateClosed, http.StateHijacked:
+		l.forget(c)
+	}
+}
+
+// openConns returns the connections counted open.
+func (l *ConnLimit) openConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
