@@ -8,28 +8,38 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing/fstest"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
+	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/forecast/store/connect"
 )
 
-const ingestUsage = `usage: carbonctl ingest --out DIR [--zone Z] [--max-gap H] [--check] FILE...
+const ingestUsage = `usage: carbonctl ingest [--out DIR] [--store URL [--migrate]] [--zone Z] [--max-gap H] [--check] FILE...
 
 Reads carbon-intensity CSV files (carbongate's layout or the Electricity Maps
-hourly export, plain or gzip), prints every issue as file:line, and writes each
-file normalised to DIR/<ZONE>/<name>.csv in carbongate's layout, so that DIR
-can be read with --data by train and evaluate. Files in one zone folder are
-consecutive periods read in name order. Nothing is written when any file, or
-the resulting zone folder, has an error.
+hourly export, plain or gzip) and prints every issue as file:line. With --out
+it writes each file normalised to DIR/<ZONE>/<name>.csv in carbongate's layout,
+so that DIR can be read with --data by train and evaluate. Files in one zone
+folder are consecutive periods read in name order. With --store it upserts the
+hourly observations of each zone's direct and lifecycle signals into the
+observed-signals store (postgres://…, postgresql://… or crate://…), in batches;
+re-running it stores the same rows again and adds none. Nothing is written
+when any file, or the resulting zone folder, has an error.
 
 flags:
 `
+
+// ingestBatch is the most observations sent to the store in one call.
+const ingestBatch = 5000
 
 // ingested is one input file that passed the checks.
 type ingested struct {
@@ -45,6 +55,8 @@ type ingested struct {
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := newFlags("ingest", stderr)
 	out := fl.String("out", "", "data directory to write into (created if missing)")
+	storeURI := fl.String("store", "", "observed-signals store to upsert into: postgres://…, postgresql://… or crate://…")
+	migrate := fl.Bool("migrate", false, "with --store: create the store's tables when absent")
 	zoneFlag := fl.String("zone", "", "zone of the files (needed for carbongate-layout files not named <zone>.csv; must match an Electricity Maps file's Zone id)")
 	maxGap := fl.Int("max-gap", dataset.DefaultMaxGap, "longest gap in hours filled by linear interpolation (0 fills none)")
 	check := fl.Bool("check", false, "check only; write nothing")
@@ -56,8 +68,15 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		return usagef("ingest: --out is required")
+	if *out == "" && *storeURI == "" {
+		return usagef("ingest: --out or --store is required")
+	}
+	if *storeURI != "" {
+		if _, _, err := connect.Parse(*storeURI); err != nil {
+			return usagef("ingest: --store: %s", forecast.ErrorMessage(err))
+		}
+	} else if *migrate {
+		return usagef("ingest: --migrate needs --store")
 	}
 	if len(files) == 0 {
 		return usagef("ingest: no input files")
@@ -117,21 +136,105 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	// Check that each zone folder still loads with the new periods in it.
-	if err := checkZones(*out, done, loader.MaxGap, stderr); err != nil {
-		return err
+	if *out != "" {
+		if err := checkZones(*out, done, loader.MaxGap, stderr); err != nil {
+			return err
+		}
 	}
 
 	for _, in := range done {
 		last := in.table.End().Add(-time.Hour)
+		dest := "store"
+		if *out != "" {
+			dest = filepath.Join(*out, filepath.FromSlash(in.rel))
+		}
 		fmt.Fprintf(stdout, "%s: zone %s, %d hours, %s..%s, %d warnings -> %s\n",
 			in.src, in.table.Zone, in.table.Len(), in.table.Start.Format(time.RFC3339), last.Format(time.RFC3339),
-			in.warnings, filepath.Join(*out, filepath.FromSlash(in.rel)))
+			in.warnings, dest)
 	}
 	if *check {
 		fmt.Fprintln(stdout, "check only: nothing written")
 		return nil
 	}
-	return writeAll(*out, done)
+	if *out != "" {
+		if err := writeAll(*out, done); err != nil {
+			return err
+		}
+	}
+	if *storeURI == "" {
+		return nil
+	}
+	return upsertAll(ctx, *storeURI, *migrate, done, stdout)
+}
+
+// upsertAll opens the store, creates its tables when migrate, and upserts
+// the direct and lifecycle observations of every table in batches of
+// ingestBatch, then reports the rows of each zone. A store URL the driver
+// cannot parse is a usage error naming --store.
+func upsertAll(ctx context.Context, uri string, migrate bool, done []*ingested, stdout io.Writer) error {
+	db, err := connect.Open(ctx, uri)
+	if err != nil {
+		if forecast.ErrorCode(err) == forecast.EINVALID {
+			return usagef("ingest: --store: %s", forecast.ErrorMessage(err))
+		}
+		return fmt.Errorf("--store: %w", err)
+	}
+	defer db.Close()
+	if migrate {
+		if err := db.Migrate(ctx); err != nil {
+			return fmt.Errorf("--migrate: %w", err)
+		}
+	}
+	rows := map[forecast.Zone]int{}
+	var zones []forecast.Zone
+	for _, in := range done {
+		z := in.table.Zone
+		if _, seen := rows[z]; !seen {
+			zones = append(zones, z)
+		}
+		for _, sig := range []forecast.Signal{forecast.SignalDirect, forecast.SignalLifecycle} {
+			n, err := upsertSeries(ctx, db, z, sig, in.table.Series(sig))
+			rows[z] += n
+			if err != nil {
+				return fmt.Errorf("%s: zone %s %s: %w (%d rows of it stored)", in.src, z, sig, err, n)
+			}
+		}
+	}
+	slices.Sort(zones)
+	for _, z := range zones {
+		fmt.Fprintf(stdout, "store: zone %s: %d rows upserted (direct and lifecycle)\n", z, rows[z])
+	}
+	return nil
+}
+
+// upsertSeries upserts the finite hours of s in batches and returns how
+// many it stored.
+func upsertSeries(ctx context.Context, db store.Observed, zone forecast.Zone, sig forecast.Signal, s forecast.Series) (int, error) {
+	obs := make([]store.Observation, 0, min(len(s.Values), ingestBatch))
+	stored := 0
+	flush := func() error {
+		if len(obs) == 0 {
+			return nil
+		}
+		if err := db.UpsertObserved(ctx, zone, sig, obs); err != nil {
+			return err
+		}
+		stored += len(obs)
+		obs = obs[:0]
+		return nil
+	}
+	for i, v := range s.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue // a gap the loader left: stored as a missing hour
+		}
+		obs = append(obs, store.Observation{Time: s.Start.Add(time.Duration(i) * forecast.Hour), Value: v})
+		if len(obs) == ingestBatch {
+			if err := flush(); err != nil {
+				return stored, err
+			}
+		}
+	}
+	return stored, flush()
 }
 
 // parseInterleaved parses flags that may come before, between or after the

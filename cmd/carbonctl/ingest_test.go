@@ -248,6 +248,9 @@ func TestIngestUsage(t *testing.T) {
 		{"bad zone", []string{"--out", "d", "--zone", "a b", "x.csv"}},
 		{"negative gap", []string{"--out", "d", "--max-gap", "-1", "x.csv"}},
 		{"unknown flag", []string{"--nope"}},
+		{"store scheme", []string{"--store", "mysql://u@h/db", "x.csv"}},
+		{"store without scheme", []string{"--store", "localhost:5432", "x.csv"}},
+		{"migrate without store", []string{"--out", "d", "--migrate", "x.csv"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,6 +268,29 @@ func TestIngestUsage(t *testing.T) {
 	}
 	if got, want := Main(context.Background(), []string{"ingest", "--out", t.TempDir(), filepath.Join(t.TempDir(), "missing.csv")}, &o, &e), 1; got != want {
 		t.Errorf("exit=%d, want %d", got, want)
+	}
+}
+
+// TestIngestStoreURL: a store URL the driver cannot parse is a usage error
+// naming --store, found without contacting a database and before anything
+// is written.
+func TestIngestStoreURL(t *testing.T) {
+	t.Parallel()
+	in, out := t.TempDir(), filepath.Join(t.TempDir(), "data")
+	f := writeFile(t, in, "DE.csv", []byte(emRows(0, 3, linear)))
+	for _, uri := range []string{"postgres://u@127.0.0.1:notaport/db", "crate://u@127.0.0.1:99999999/doc"} {
+		_, _, err := ingest(t, "--store", uri, f)
+		if !isUsage(err) || !strings.Contains(err.Error(), "--store") {
+			t.Fatalf("--store %s: err=%v, want a usage error naming --store", uri, err)
+		}
+	}
+	// A store that cannot be reached is a failure (exit 1), not a usage error.
+	var o, e bytes.Buffer
+	if got, want := Main(context.Background(), []string{"ingest", "--out", out, "--store", "postgres://u@127.0.0.1:1/db?connect_timeout=2", f}, &o, &e), 1; got != want {
+		t.Fatalf("exit=%d, want %d\n%s", got, want, e.String())
+	}
+	if !strings.Contains(e.String(), "--store") {
+		t.Fatalf("stderr %q does not name --store", e.String())
 	}
 }
 

@@ -109,7 +109,7 @@ func (m *Memory) ReadForecasts(ctx context.Context, q ForecastQuery, fn func(For
 func compareRows(a, b ForecastRow) int {
 	return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.ModelName, b.ModelName),
 		cmp.Compare(a.ModelVersion, b.ModelVersion), a.IssuedAt.Compare(b.IssuedAt),
-		a.TargetTime.Compare(b.TargetTime))
+		a.TargetTime.Compare(b.TargetTime), cmp.Compare(a.Signal, b.Signal))
 }
 
 func (q ForecastQuery) matches(r ForecastRow) bool {

@@ -1,0 +1,121 @@
+// Package cratedb is the time-series store (store.DB) on CrateDB, spoken to
+// over the PostgreSQL wire protocol with pgx v5. It keeps the tables of
+// forecast/store/postgres (observed_signals, forecasts,
+// backfill_checkpoints, same columns and primary keys) and follows
+// CrateDB's rules instead of PostgreSQL's:
+//
+//   - No transactions (BEGIN and COMMIT are ignored, ROLLBACK is an error)
+//     and no COPY FROM STDIN: writes are multi-row INSERT … VALUES …
+//     ON CONFLICT (primary key) DO UPDATE statements of at most MaxBatch
+//     rows. A call that fails part-way may leave earlier batches stored;
+//     every write is an upsert, so retrying the call is harmless.
+//     WriteForecasts writes the rows before the checkpoints, so a unit is
+//     recorded done only once its rows are stored.
+//   - Reads see writes only after REFRESH TABLE: every write call ends by
+//     refreshing the tables it wrote.
+//   - Errors come with SQLSTATE XX000 on most servers, so they are told
+//     apart by message (see classify).
+//
+// Status: untested against a live CrateDB server (none could be run where
+// it was written); the SQL it sends is pinned by golden tests. See
+// README.md.
+package cratedb
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/store"
+)
+
+// MaxBatch is the most rows one INSERT statement carries.
+const MaxBatch = 1000
+
+// Timeouts applied when the caller's context has no deadline.
+const (
+	// ConnectTimeout bounds Open and establishing one connection.
+	ConnectTimeout = 10 * time.Second
+	// DefaultTimeout bounds every call but the ones below.
+	DefaultTimeout = 30 * time.Second
+	// WriteTimeout bounds WriteForecasts and UpsertObserved.
+	WriteTimeout = 5 * time.Minute
+	// ReadTimeout bounds ReadForecasts, which streams rows to a callback.
+	ReadTimeout = 30 * time.Minute
+)
+
+// DB is the part of a CrateDB connection pool the Store uses. Arguments
+// are bound as $1, $2, … parameters; nothing of the caller's is spliced
+// into the SQL text. Implementations wrap connection failures with
+// ErrUnavailable.
+type DB interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, sql string, args ...any) (int64, error)
+	// Query runs a statement that returns rows.
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+}
+
+// Rows is a result set, read like pgx.Rows: Next, Scan, then Err; Close
+// releases it and is safe to call more than once.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// ErrUnavailable marks an error of the connection rather than of the
+// statement (refused, reset, pool closed); the Store reports it as
+// EUNAVAILABLE.
+var ErrUnavailable = errors.New("cratedb: connection failed")
+
+// Store is a store.DB on CrateDB. Safe for concurrent use.
+type Store struct {
+	db       DB
+	close    func()
+	maxBatch int
+}
+
+var _ store.DB = (*Store)(nil)
+
+// New returns a Store over db, which the caller owns: Close does nothing.
+func New(db DB) (*Store, error) {
+	if db == nil {
+		return nil, forecast.Errorf(forecast.EINVALID, "cratedb store: no database connection")
+	}
+	return &Store{db: db, close: func() {}, maxBatch: MaxBatch}, nil
+}
+
+// Open connects to CrateDB at url, a PostgreSQL connection string such as
+// postgres://crate@localhost:5432/doc (the database name is CrateDB's
+// schema), checks that it answers, and returns a Store owning the pool.
+// EINVALID (field "store") for a malformed url; EUNAVAILABLE when the
+// server cannot be reached within ConnectTimeout or ctx's deadline. The
+// tables need not exist: Migrate creates them.
+func Open(ctx context.Context, url string) (*Store, error) {
+	p, err := Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	if _, err := p.Exec(ctx, "SELECT 1"); err != nil {
+		p.Close()
+		return nil, classify(ctx, "connect", err)
+	}
+	s, _ := New(p)
+	s.close = p.Close
+	return s, nil
+}
+
+// Close closes the pool Open made.
+func (s *Store) Close() { s.close() }
+
+// withTimeout gives ctx a deadline d away unless it has one.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

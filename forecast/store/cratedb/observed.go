@@ -1,0 +1,150 @@
+package cratedb
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/store"
+)
+
+var observedCols = []string{"zone", "signal", "time", "value", "estimated"}
+
+// UpsertObserved implements store.Observed: upsert statements of at most
+// MaxBatch observations, then REFRESH TABLE observed_signals. Bad
+// observations are EINVALID before anything is sent. Not atomic: on error
+// some batches may be stored; repeating the call is harmless.
+func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal forecast.Signal, obs []store.Observation) error {
+	if err := store.ValidateObservations(zone, signal, obs); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(obs) == 0 {
+		return nil
+	}
+	ctx, cancel := withTimeout(ctx, WriteTimeout)
+	defer cancel()
+	upsert := upsertClause(observedCols[:3], []string{"value", "estimated"}, `"updated_at" = CURRENT_TIMESTAMP`)
+	for batch := range slices.Chunk(obs, s.maxBatch) {
+		args := make([]any, 0, len(batch)*len(observedCols))
+		for _, o := range batch {
+			args = append(args, string(zone), string(signal), o.Time.UTC(), o.Value, o.Estimated)
+		}
+		if _, err := s.db.Exec(ctx, insertSQL("observed_signals", observedCols, len(batch), upsert), args...); err != nil {
+			return classify(ctx, "upsert observed", err)
+		}
+	}
+	if _, err := s.db.Exec(ctx, refresh("observed_signals")); err != nil {
+		return classify(ctx, "upsert observed", err)
+	}
+	return nil
+}
+
+// LatestObserved implements store.Observed.
+func (s *Store) LatestObserved(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (time.Time, bool, error) {
+	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	rows, err := s.db.Query(ctx, `SELECT max("time") FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2`, string(zone), string(signal))
+	if err != nil {
+		return time.Time{}, false, classify(ctx, "latest observed", err)
+	}
+	defer rows.Close()
+	var latest *time.Time
+	if rows.Next() {
+		if err := rows.Scan(&latest); err != nil {
+			return time.Time{}, false, classify(ctx, "latest observed", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return time.Time{}, false, classify(ctx, "latest observed", err)
+	}
+	if latest == nil {
+		return time.Time{}, false, nil
+	}
+	return latest.UTC(), true, nil
+}
+
+// Observed implements store.Observed: from and to are floored to the hour;
+// EINVALID (field "to") when to is before from.
+func (s *Store) Observed(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, error) {
+	out, _, err := s.observed(ctx, zone, signal, from, to)
+	return out, err
+}
+
+func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, int, error) {
+	from, to = forecast.HourFloor(from), forecast.HourFloor(to)
+	n := int(to.Sub(from) / forecast.Hour)
+	if n < 0 {
+		return forecast.Series{}, 0, forecast.FieldErrorf(forecast.EINVALID, "to", "to %s is before from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+	}
+	out := forecast.Series{Start: from, Values: make([]float64, n)}
+	for i := range out.Values {
+		out.Values[i] = math.NaN()
+	}
+	if n == 0 {
+		return out, 0, nil
+	}
+	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	rows, err := s.db.Query(ctx, `SELECT "time", "value" FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2 AND "time" >= $3 AND "time" < $4`,
+		string(zone), string(signal), from, to)
+	if err != nil {
+		return forecast.Series{}, 0, classify(ctx, "read observed", err)
+	}
+	defer rows.Close()
+	found := 0
+	for rows.Next() {
+		var at time.Time
+		var v float64
+		if err := rows.Scan(&at, &v); err != nil {
+			return forecast.Series{}, 0, classify(ctx, "read observed", err)
+		}
+		if i := int(at.Sub(from) / forecast.Hour); i >= 0 && i < n {
+			out.Values[i] = v
+			found++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return forecast.Series{}, 0, classify(ctx, "read observed", err)
+	}
+	return out, found, nil
+}
+
+// Last implements forecast.History: the n hours of zone's signal before
+// end (floored to the hour), oldest first. ENOTFOUND when nothing of zone's
+// signal is stored; EUNAVAILABLE naming the first missing hour; EINVALID
+// for n < 0.
+func (s *Store) Last(ctx context.Context, zone forecast.Zone, signal forecast.Signal, end time.Time, n int) ([]float64, error) {
+	end = forecast.HourFloor(end)
+	series, found, err := s.observed(ctx, zone, signal, end.Add(-time.Duration(n)*forecast.Hour), end)
+	if err != nil {
+		return nil, err
+	}
+	if found == 0 {
+		known, err := s.known(ctx, zone, signal)
+		if err != nil {
+			return nil, err
+		}
+		if !known {
+			return nil, forecast.Errorf(forecast.ENOTFOUND, "store: no observations of zone %s signal %s", zone, signal)
+		}
+	}
+	return store.CompleteHistory(zone, signal, series)
+}
+
+// known reports whether any observation of zone's signal is stored.
+func (s *Store) known(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (bool, error) {
+	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	rows, err := s.db.Query(ctx, `SELECT "time" FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2 LIMIT 1`, string(zone), string(signal))
+	if err != nil {
+		return false, classify(ctx, "read observed", err)
+	}
+	defer rows.Close()
+	ok := rows.Next()
+	return ok, classify(ctx, "read observed", rows.Err())
+}
