@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/kserve"
+	"github.com/carbongate/carbongate/models/backfill/kubejob"
 )
 
 // runDeploy dispatches the deploy subcommands. Today: render.
 func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout")
+		fmt.Fprintln(stderr, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n       carbonctl deploy render --backfill --shards N --image IMAGE [backfill flags]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout,\n             or with --backfill a Kubernetes Indexed Job sharding carbonctl backfill")
 		if len(args) == 0 {
 			return usagef("deploy: a subcommand is required")
 		}
@@ -20,6 +22,9 @@ func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch args[0] {
 	case "render":
+		if rest, ok := cutBackfillFlag(args[1:]); ok {
+			return runDeployRenderBackfill(rest, stdout, stderr)
+		}
 		return runDeployRender(ctx, args[1:], stdout, stderr)
 	}
 	return usagef("deploy: unknown subcommand %q (want render)", args[0])
@@ -120,4 +125,112 @@ func runDeployRender(_ context.Context, args []string, stdout, stderr io.Writer)
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+// cutBackfillFlag removes a leading-or-anywhere --backfill (or -backfill,
+// --backfill=true) from args and reports whether it was there.
+func cutBackfillFlag(args []string) ([]string, bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		switch a {
+		case "--backfill", "-backfill", "--backfill=true", "-backfill=true":
+			return append(append([]string(nil), args[:i]...), args[i+1:]...), true
+		}
+	}
+	return args, false
+}
+
+// backfillJobFlags maps kubejob.Config fields, as *forecast.Error names
+// them, to the flags that set them.
+var backfillJobFlags = map[string]string{
+	"name":                      "--name",
+	"namespace":                 "--namespace",
+	"image":                     "--image",
+	"shards":                    "--shards",
+	"secret":                    "--secret",
+	"backoff_limit_per_index":   "--backoff-limit-per-index",
+	"resources.requests.cpu":    "--cpu-request",
+	"resources.requests.memory": "--memory-request",
+	"resources.limits.cpu":      "--cpu-limit",
+	"resources.limits.memory":   "--memory-limit",
+}
+
+// runDeployRenderBackfill writes a Kubernetes Indexed Job running the
+// backfill the flags describe in --shards pods. The backfill flags are
+// checked as carbonctl backfill checks them and passed on as given; the
+// store URL and registry credentials come from --secret.
+func runDeployRenderBackfill(args []string, stdout, stderr io.Writer) error {
+	var o backfillOpts
+	fs := newFlags("deploy render --backfill", stderr)
+	o.register(fs, func(string) string { return "" })
+	name := fs.String("name", kubejob.DefaultName, "Job name")
+	namespace := fs.String("namespace", "", "metadata.namespace (default: none, kubectl's current namespace)")
+	image := fs.String("image", "", "container `image` holding carbonctl (required)")
+	secret := fs.String("secret", kubejob.DefaultSecret, "Secret with keys "+kubejob.KeyStore+" (required), "+kubejob.KeyRegistry+" and "+kubejob.KeyRegistryToken+" (optional)")
+	backoff := fs.Int("backoff-limit-per-index", kubejob.DefaultBackoffLimitPerIndex, "retries of one shard's pod before the index fails")
+	def := kubejob.DefaultResources
+	cpuReq := fs.String("cpu-request", def.RequestsCPU, "CPU request (\"\" for none)")
+	memReq := fs.String("memory-request", def.RequestsMemory, "memory request (\"\" for none)")
+	cpuLim := fs.String("cpu-limit", def.LimitsCPU, "CPU limit (\"\" for none)")
+	memLim := fs.String("memory-limit", def.LimitsMemory, "memory limit (\"\" for none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("deploy render --backfill: unexpected argument %q", fs.Arg(0))
+	}
+	passed, err := backfillJobArgs(fs)
+	if err != nil {
+		return err
+	}
+	if _, _, err := o.plan(); err != nil {
+		return usagef("deploy render --backfill: %v", err)
+	}
+	if *backoff < 0 || *backoff > 1<<31-1 {
+		return usagef("deploy render --backfill: --backoff-limit-per-index: %d is out of range", *backoff)
+	}
+	out, err := kubejob.Render(kubejob.Config{
+		Name: *name, Namespace: *namespace, Image: *image, Shards: o.shards, Args: passed, Secret: *secret,
+		Resources:            kubejob.Resources{RequestsCPU: *cpuReq, RequestsMemory: *memReq, LimitsCPU: *cpuLim, LimitsMemory: *memLim},
+		BackoffLimitPerIndex: int32(*backoff),
+	})
+	if err != nil {
+		if forecast.ErrorCode(err) == forecast.EINVALID {
+			flag := backfillJobFlags[forecast.ErrorField(err)]
+			if flag == "" {
+				flag = forecast.ErrorField(err)
+			}
+			return usagef("deploy render --backfill: %s: %s", flag, forecast.ErrorMessage(err))
+		}
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// jobOnlyFlags are deploy render --backfill's own flags, not passed on.
+var jobOnlyFlags = map[string]bool{
+	"name": true, "namespace": true, "image": true, "secret": true, "backoff-limit-per-index": true,
+	"cpu-request": true, "memory-request": true, "cpu-limit": true, "memory-limit": true,
+	"shards": true, "shard-index": true,
+}
+
+// backfillJobArgs returns the backfill flags set on fs, in flag order, as
+// --name=value arguments for the pods. Credentials are refused: --store and
+// --registry come from the Secret.
+func backfillJobArgs(fs *flag.FlagSet) ([]string, error) {
+	var out []string
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case err != nil, jobOnlyFlags[f.Name]:
+		case f.Name == "store" || f.Name == "registry":
+			err = usagef("deploy render --backfill: --%s is not rendered into the manifest: put it in the Secret (keys %s, %s)", f.Name, kubejob.KeyStore, kubejob.KeyRegistry)
+		default:
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out, err
 }

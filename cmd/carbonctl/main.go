@@ -1,5 +1,6 @@
-// Command carbonctl is carbongate's operator CLI: ingest, train, evaluate,
-// deploy, and the registry commands register, promote and registry migrate.
+// Command carbonctl is carbongate's operator CLI: ingest, train, backfill,
+// evaluate, deploy, and the registry commands register, promote and
+// registry migrate.
 package main
 
 import (
@@ -24,11 +25,12 @@ func commands() map[string]command {
 	return map[string]command{
 		"ingest":   {"check and normalise carbon-intensity CSV files into a data directory", runIngest},
 		"train":    {"train per-zone and generic models on data before a cut-off", runTrain},
-		"evaluate": {"backtest models with daily 96 h forecasts and report MAPE per lead day", runEvaluate},
+		"evaluate": {"score forecasts (the forecast store, or an in-process backtest): MAPE/MAE per lead day, intervals, PNG plots", runEvaluate},
 		"deploy":   {"render KServe manifests (ServingRuntime, InferenceServices) for carbonserve", runDeploy},
 		"registry": {"registry administration: migrate (create MLflow's tables when absent)", runRegistry},
 		"register": {"store a model directory's files (S3 or local) and register it as a new version", runRegister},
 		"promote":  {"point an alias (champion by default) at a version: what serves changes live", runPromote},
+		"backfill": {"issue forecasts over a past range as they would have been issued and write them to the forecast store", runBackfill},
 	}
 }
 
