@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,10 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	storeconnect "github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/models/artifact"
+	"github.com/carbongate/carbongate/models/evaluate"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/connect"
 	"github.com/carbongate/carbongate/registry/fetch"
@@ -209,22 +213,52 @@ func storeArtifacts(ctx context.Context, dir, base, name string) (uploaded, erro
 	}}, nil
 }
 
+// runPromote points an alias at a version; with --if-better only when the
+// challenger beats the alias's current version on the same backfill window
+// (promoteIfBetter).
 func runPromote(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return promoteWith(ctx, args, stdout, stderr, openForecastStore)
+}
+
+// gateFlags are the flags of promote --if-better.
+type gateFlags struct {
+	ifBetter                                bool
+	metric, challenger, store, signal, data string
+	minImprovement                          float64
+	leadDays                                int
+}
+
+func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, open openStoreFunc) error {
 	fs := newFlags("promote", stderr)
 	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
 	zone := fs.String("zone", "", "zone of the model (e.g. DE), or generic")
-	version := fs.String("version", "", "version number to promote")
+	version := fs.String("version", "", "version number to promote (with --if-better: the challenger)")
 	alias := fs.String("alias", registry.ChampionAlias, "alias to point at the version")
+	var g gateFlags
+	fs.BoolVar(&g.ifBetter, "if-better", false, "promote only when the challenger's --metric is strictly lower than the current alias target's on the same backfill window (issue times both have forecasts for in --store); records the metrics as eval.* version tags")
+	fs.StringVar(&g.metric, "metric", "mape_d1", "with --if-better: error metric to compare (mape_dN, mape_dN_median, mape_dN_p90, mae_dN, …)")
+	fs.StringVar(&g.challenger, "challenger", "", "with --if-better: challenger version (default --version, else the latest version)")
+	fs.StringVar(&g.store, "store", "", "with --if-better: "+storeHelp)
+	fs.StringVar(&g.signal, "signal", "", "with --if-better: signal of the forecasts (default: the only one stored)")
+	fs.StringVar(&g.data, "data", "", "with --if-better: observations from a data `dir` or bundled instead of the store's")
+	fs.Float64Var(&g.minImprovement, "min-improvement", 0, "with --if-better: promote only when the challenger is lower by at least this fraction (0.05 = 5 %)")
+	fs.IntVar(&g.leadDays, "lead-days", evaluate.DefaultLeadDays, "with --if-better: lead days scored")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("promote: unexpected argument %q", fs.Arg(0))
+	}
+	if g.ifBetter {
+		return promoteIfBetter(ctx, *uri, *zone, *version, *alias, g, open, stdout, stderr)
+	}
+	if g.challenger != "" || g.store != "" || g.data != "" || g.signal != "" || g.minImprovement != 0 {
+		return usagef("--challenger, --store, --signal, --data and --min-improvement need --if-better")
 	}
 	if *zone == "" || *version == "" {
 		return usagef("--zone and --version are required")
 	}
-	name := registry.ModelName(*zone)
-	if *zone == "generic" {
-		name = registry.ModelName("")
-	}
+	name := promoteModelName(*zone)
 	v, err := registry.ParseVersion("version", *version)
 	if err != nil {
 		return usagef("--version: %s", forecast.ErrorMessage(err))
@@ -239,15 +273,189 @@ func runPromote(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer store.Close()
-	prev := "none"
-	if old, err := store.VersionByAlias(ctx, name, *alias); err == nil {
-		prev = strconv.FormatInt(old.Version, 10)
-	} else if forecast.ErrorCode(err) != forecast.ENOTFOUND {
+	prev, err := aliasTarget(ctx, store, name, *alias)
+	if err != nil {
 		return err
 	}
 	if err := store.SetAlias(ctx, name, *alias, v); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s@%s: version %s -> %d\n", name, *alias, prev, v)
+	return nil
+}
+
+func promoteModelName(zone string) string {
+	if zone == "generic" {
+		return registry.ModelName("")
+	}
+	return registry.ModelName(zone)
+}
+
+// aliasTarget returns the version alias points at, or "none".
+func aliasTarget(ctx context.Context, s registry.Store, name, alias string) (string, error) {
+	old, err := s.VersionByAlias(ctx, name, alias)
+	if forecast.ErrorCode(err) == forecast.ENOTFOUND {
+		return "none", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(old.Version, 10), nil
+}
+
+// promoteIfBetter is promote --if-better: compare the challenger with the
+// alias's current version (evaluate.Compare), tag both versions with the
+// scores, and move the alias only when the challenger wins. A model
+// without the alias gets it without a comparison.
+func promoteIfBetter(ctx context.Context, uri, zone, version, alias string, g gateFlags, open openStoreFunc, stdout, stderr io.Writer) error {
+	if zone == "" || g.store == "" {
+		return usagef("--if-better needs --zone and --store")
+	}
+	if err := evaluate.ParseMetric(g.metric, g.leadDays); err != nil || strings.HasPrefix(g.metric, evaluate.MeasureCoverage) || strings.HasPrefix(g.metric, evaluate.MeasureWidth) {
+		return usagef("--metric %q: use an error metric such as mape_d1, mape_d1_p90 or mae_d2 (lead days 1 to %d)", g.metric, g.leadDays)
+	}
+	if !(g.minImprovement >= 0 && g.minImprovement < 1) {
+		return usagef("--min-improvement %v is not a fraction in [0, 1)", g.minImprovement)
+	}
+	if g.challenger != "" && version != "" && g.challenger != version {
+		return usagef("--challenger %s and --version %s disagree: give one", g.challenger, version)
+	}
+	var sig forecast.Signal
+	if g.signal != "" {
+		s, err := parseSignal(g.signal)
+		if err != nil {
+			return usagef("--signal: %v", err)
+		}
+		sig = s
+	}
+	if err := registry.ValidateAlias(alias); err != nil {
+		return usagef("--alias: %s", forecast.ErrorMessage(err))
+	}
+	if _, _, err := storeconnect.Parse(g.store); err != nil {
+		return usagef("--store: %s", forecast.ErrorMessage(err))
+	}
+	name := promoteModelName(zone)
+	ctx, cancel := context.WithTimeout(ctx, evaluateTimeout)
+	defer cancel()
+	reg, _, err := connect.Open(ctx, uri, registry.Options{})
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	chall, err := challengerVersion(ctx, reg, name, cmp.Or(g.challenger, version))
+	if err != nil {
+		return err
+	}
+	champ, err := reg.VersionByAlias(ctx, name, alias)
+	switch {
+	case forecast.ErrorCode(err) == forecast.ENOTFOUND:
+		if err := reg.SetAlias(ctx, name, alias, chall); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s@%s: no version had the alias: promoted version %d without a comparison\n", name, alias, chall)
+		return nil
+	case err != nil:
+		return err
+	case champ.Version == chall:
+		fmt.Fprintf(stdout, "%s@%s: version %d is already the target: nothing to compare\n", name, alias, chall)
+		return nil
+	}
+	verdict, err := compareVersions(ctx, g, sig, name, champ.Version, chall, open, stderr)
+	if err != nil {
+		return err
+	}
+	if err := tagVerdict(ctx, reg, name, champ.Version, chall, verdict); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s@%s: %s on %s (signal %s, %d issued forecasts per version): challenger version %d %.2f, %s version %d %.2f",
+		name, alias, verdict.Metric, verdict.Window(), verdict.Signal, verdict.Issues, chall, verdict.Challenger, alias, champ.Version, verdict.Champion)
+	if !verdict.Promote {
+		need := "lower"
+		if g.minImprovement > 0 {
+			need = fmt.Sprintf("at least %.1f %% lower", 100*g.minImprovement)
+		}
+		fmt.Fprintf(stdout, "%s: not %s, version %d stays\n", what, need, champ.Version)
+		return nil
+	}
+	if err := reg.SetAlias(ctx, name, alias, chall); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: promoted, version %d -> %d\n", what, champ.Version, chall)
+	return nil
+}
+
+// challengerVersion returns the version flag's number, checking it exists,
+// or the latest version of name when flag is empty.
+func challengerVersion(ctx context.Context, reg registry.Store, name, flag string) (int64, error) {
+	if flag != "" {
+		v, err := registry.ParseVersion("challenger", flag)
+		if err != nil {
+			return 0, usagef("--challenger: %s", forecast.ErrorMessage(err))
+		}
+		if _, err := reg.GetVersion(ctx, name, v); err != nil {
+			return 0, fmt.Errorf("--challenger: %w", err)
+		}
+		return v, nil
+	}
+	vs, err := reg.LatestVersions(ctx, name, nil)
+	if err != nil {
+		return 0, err
+	}
+	var latest int64
+	for _, v := range vs {
+		latest = max(latest, v.Version)
+	}
+	if latest == 0 {
+		return 0, forecast.Errorf(forecast.ENOTFOUND, "model %s has no version to promote", name)
+	}
+	return latest, nil
+}
+
+// compareVersions runs the gate on the forecasts of --store.
+func compareVersions(ctx context.Context, g gateFlags, sig forecast.Signal, name string, champ, chall int64, open openStoreFunc, stderr io.Writer) (*evaluate.Verdict, error) {
+	db, err := open(ctx, g.store)
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	defer db.Close()
+	var obs evaluate.Observations = db
+	if g.data != "" {
+		tables, err := loadData(g.data, stderr)
+		if err != nil {
+			return nil, err
+		}
+		obs = tableObservations(tables)
+	}
+	v, err := evaluate.Compare(ctx, db, obs, evaluate.Gate{
+		Model: name, Champion: strconv.FormatInt(champ, 10), Challenger: strconv.FormatInt(chall, 10),
+		Signal: sig, Metric: g.metric, LeadDays: g.leadDays, MinImprovement: g.minImprovement,
+	})
+	switch forecast.ErrorField(err) {
+	case "challenger":
+		return nil, fmt.Errorf("--store has no common backfill window for --challenger %d and version %d: backfill both over the same issue times: %w", chall, champ, err)
+	case "signal":
+		return nil, usagef("--signal: %s", forecast.ErrorMessage(err))
+	}
+	return v, err
+}
+
+// tagVerdict records the scores as version tags: eval.<metric> on each
+// version, and the window, signal and issue count on both.
+func tagVerdict(ctx context.Context, reg registry.Store, name string, champ, chall int64, v *evaluate.Verdict) error {
+	for _, x := range []struct {
+		version int64
+		value   float64
+	}{{champ, v.Champion}, {chall, v.Challenger}} {
+		for _, t := range []registry.Tag{
+			{Key: "eval." + v.Metric, Value: strconv.FormatFloat(x.value, 'f', 2, 64)},
+			{Key: "eval.window", Value: v.Window()},
+			{Key: "eval.signal", Value: string(v.Signal)},
+			{Key: "eval.issues", Value: strconv.Itoa(v.Issues)},
+		} {
+			if err := reg.SetVersionTag(ctx, name, x.version, t); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
