@@ -72,7 +72,8 @@ test: fmt-check vet
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS && \
+	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
+	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
@@ -105,6 +106,9 @@ bench:
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkAdmissionLoad$$' -benchtime 1x -timeout 10m ./test/opa/ | grep '^admission load'
 	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
 	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
+	@echo "backfill: 12 zones x 366 daily 96 h forecasts into PostgreSQL vs a plain COPY of the same rows as CSV (goal >= 0.7x)"
+	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && export CARBONGATE_PG_BIN && \
+	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkBackfillVsCopy$$' -benchtime 1x -timeout 15m ./test/backfill/ | grep '^backfill into'
 
 clean:
 	rm -rf $(BIN) $(CACHE)
