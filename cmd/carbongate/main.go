@@ -82,6 +82,9 @@ type Main struct {
 	// MaxBacklog sheds API requests while this many goroutines wait for a
 	// CPU (--max-backlog); 0: httpapi.DefaultMaxBacklog; negative: off.
 	MaxBacklog int
+	// MaxConns bounds the open connections (--max-conns); 0:
+	// httpapi.DefaultMaxConns.
+	MaxConns int
 	// ZoneCap spreads bursts of decisions over zones (--zone-cap-share,
 	// --zone-cap-window, --zone-cap-min); Share 0: off.
 	ZoneCap guard.Config
@@ -102,6 +105,9 @@ type Main struct {
 	Registry Registry
 	// Admission serves the VmTemplate admission webhook and TLS.
 	Admission Admission
+	// Store, when its URI is set, is where model history is read from
+	// (production mode) and where the live pollers write.
+	Store Store
 
 	Logger *slog.Logger
 
@@ -160,12 +166,14 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.BreakerCooldown, "breaker-cooldown", m.BreakerCooldown, "how long an open breaker fails fast before it lets one probe through")
 	fs.IntVar(&m.MaxInFlight, "max-inflight", cmp.Or(m.MaxInFlight, httpapi.DefaultMaxInFlight()), "API requests served at once, 64 × GOMAXPROCS by default (probes and metrics not counted); beyond it a request gets 503 with Retry-After at once")
 	fs.IntVar(&m.MaxBacklog, "max-backlog", cmp.Or(m.MaxBacklog, httpapi.DefaultMaxBacklog()), "shed API requests with 503 and Retry-After while this many goroutines wait for a CPU (a CPU overload queues requests there, before any handler runs); negative: off")
+	fs.IntVar(&m.MaxConns, "max-conns", cmp.Or(m.MaxConns, httpapi.DefaultMaxConns()), "open connections at most, 1024 × GOMAXPROCS by default; at the limit a new connection evicts the longest-idle keep-alive one, or gets 503 with Retry-After when all are busy")
 	fs.Float64Var(&m.ZoneCap.Share, "zone-cap-share", m.ZoneCap.Share, "zone cap: a zone holding more than this share of the decisions of the last --zone-cap-window (and at least --zone-cap-min of them) gets no more; they go to the best zone under the cap (0: off)")
 	fs.DurationVar(&m.ZoneCap.Window, "zone-cap-window", cmp.Or(m.ZoneCap.Window, guard.DefaultWindow), "sliding window of the zone cap")
 	fs.IntVar(&m.ZoneCap.MinCount, "zone-cap-min", cmp.Or(m.ZoneCap.MinCount, guard.DefaultMinCount), "decisions of the window a zone must hold before the zone cap applies to it")
 	m.Discovery.flags(fs)
 	m.Registry.flags(fs)
 	m.Admission.flags(fs)
+	m.Store.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -180,6 +188,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--breaker-cooldown must be positive, got %v", m.BreakerCooldown)
 	case m.MaxInFlight < 1:
 		return fmt.Errorf("--max-inflight must be at least 1, got %d", m.MaxInFlight)
+	case m.MaxConns < 1:
+		return fmt.Errorf("--max-conns must be at least 1, got %d", m.MaxConns)
 	}
 	if err := m.ZoneCap.Validate(); err != nil {
 		return fmt.Errorf("--zone-cap-*: %s", forecast.ErrorMessage(err))
@@ -233,7 +243,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	live, err := m.Registry.open(m, history.New(tables))
+	storeHist, err := m.Store.open(m, reg, clk)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.Store.close()
+		}
+	}()
+	var hist forecast.History = history.New(tables)
+	if storeHist != nil {
+		hist = storeHist
+	}
+	live, err := m.Registry.open(m, hist)
 	if err != nil {
 		return err
 	}
@@ -243,8 +266,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 	m.gw, err = embedded.New(embedded.Config{
-		Registry: live,
-		Tables:   tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
+		Registry: live, History: storeHist,
+		Tables: tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
 		Horizon: m.Horizon, Step: m.Step, Registerer: reg, Logger: m.Logger,
 		Routes: src, RouteRefresh: m.RouteRefresh, UpstreamTimeout: m.UpstreamTimeout,
 		Breaker: breaker.Config{Failures: m.BreakerFailures, Cooldown: m.BreakerCooldown},
@@ -270,7 +293,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.api, err = httpapi.New(httpapi.Config{
 		OpenAPIExtra: m.Admission.openAPI(),
-		Mount:        mount, Checks: m.Registry.checks, MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
+		Mount:        mount, Checks: mergeChecks(m.Registry.checks, m.Store.checks), MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
 		Service: svc, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
 		Ready: func() error {
 			if !m.ready.Load() {
@@ -286,8 +309,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.ln = m.Admission.listener(m.ln)
+	conns := httpapi.NewConnLimit(m.MaxConns, m.Admission.scheme() == "http")
+	reg.MustRegister(conns.Collectors()...)
+	m.ln = conns.Listener(m.Admission.listener(m.ln))
 	m.srv = m.api.HTTPServer()
+	m.srv.ConnState = conns.ConnState
 	m.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	m.wg.Add(1)
 	go func() {
@@ -298,6 +324,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}()
 	m.gw.Start()
 	m.Registry.start()
+	m.Store.start(m.Logger)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.warm = cancel
 	m.wg.Add(1)
@@ -383,6 +410,7 @@ func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
 		if m.srv == nil {
 			m.Registry.close()
+			m.Store.close()
 			if m.gw != nil {
 				m.gw.Close()
 			}
@@ -399,6 +427,7 @@ func (m *Main) Close() error {
 		}
 		m.warm()
 		m.Registry.close()
+		m.Store.close()
 		m.gw.Close()
 		m.wg.Wait()
 		m.Logger.Info("stopped")

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/gateway/ingest/electricitymaps"
+	"github.com/carbongate/carbongate/gateway/ingest/watttime"
+)
+
+// Ingest configures the live pollers that write observed intensity into
+// the store: Electricity Maps for the average signals, WattTime for the
+// marginal one. Credentials come from the environment by default so that
+// they stay out of process listings.
+type Ingest struct {
+	Zones    string        // --ingest-zones: Electricity Maps feeds
+	Signals  string        // --ingest-signals
+	Interval time.Duration // --ingest-interval
+	Backfill time.Duration // --ingest-backfill
+
+	EMToken string // --electricitymaps-token, default $ELECTRICITYMAPS_TOKEN
+	EMURL   string // --electricitymaps-url
+
+	WTUser     string // --watttime-user, default $WATTTIME_USERNAME
+	WTPassword string // $WATTTIME_PASSWORD only
+	WTRegions  string // --watttime-regions ZONE=REGION,…
+	WTURL      string // --watttime-url
+}
+
+func (in *Ingest) flags(fs *flag.FlagSet) {
+	fs.StringVar(&in.Zones, "ingest-zones", in.Zones, "zones whose observed intensity is polled from Electricity Maps into --store, e.g. DE,SE")
+	fs.StringVar(&in.Signals, "ingest-signals", "lifecycle", "signals polled from Electricity Maps: lifecycle and/or direct")
+	fs.DurationVar(&in.Interval, "ingest-interval", ingest.DefaultInterval, "pause between two polling rounds")
+	fs.DurationVar(&in.Backfill, "ingest-backfill", ingest.DefaultBackfill, "how far back a feed starts when the store holds nothing for it")
+	fs.StringVar(&in.EMToken, "electricitymaps-token", envOr("ELECTRICITYMAPS_TOKEN", ""), "Electricity Maps API token (default $ELECTRICITYMAPS_TOKEN)")
+	fs.StringVar(&in.EMURL, "electricitymaps-url", electricitymaps.DefaultBaseURL, "Electricity Maps API base URL")
+	fs.StringVar(&in.WTUser, "watttime-user", envOr("WATTTIME_USERNAME", ""), "WattTime user name (default $WATTTIME_USERNAME; the password is read from $WATTTIME_PASSWORD)")
+	fs.StringVar(&in.WTRegions, "watttime-regions", in.WTRegions, "zones whose marginal signal is polled from WattTime, as ZONE=REGION pairs, e.g. US-CAL-CISO=CAISO_NORTH")
+	fs.StringVar(&in.WTURL, "watttime-url", watttime.DefaultBaseURL, "WattTime API base URL")
+	in.WTPassword = envOr("WATTTIME_PASSWORD", "")
+}
+
+func (in *Ingest) enabled() bool { return in.Zones != "" || in.WTRegions != "" }
+
+// poller builds the pollers' feeds and returns nil when none is asked for.
+func (in *Ingest) poller(sink store.Observed, reg prometheus.Registerer, clk clock.Clock, log *slog.Logger) (*ingest.Poller, error) {
+	if !in.enabled() {
+		return nil, nil
+	}
+	var feeds []ingest.Feed
+	if in.Zones != "" {
+		f, err := in.emFeeds(log)
+		if err != nil {
+			return nil, err
+		}
+		feeds = append(feeds, f...)
+	}
+	if in.WTRegions != "" {
+		f, err := in.wtFeeds(log)
+		if err != nil {
+			return nil, err
+		}
+		feeds = append(feeds, f...)
+	}
+	if in.Interval <= 0 || in.Backfill <= 0 {
+		return nil, fmt.Errorf("--ingest-interval and --ingest-backfill must be positive")
+	}
+	metrics, err := ingest.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ingest.New(ingest.Config{
+		Sink: ingest.StoreSink(sink), Feeds: feeds, Interval: in.Interval, Backfill: in.Backfill,
+		Clock: pollClock{clk}, Metrics: metrics, Logger: log.With("component", "ingest"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %s", forecast.ErrorMessage(err))
+	}
+	return p, nil
+}
+
+func (in *Ingest) emFeeds(log *slog.Logger) ([]ingest.Feed, error) {
+	if strings.TrimSpace(in.EMToken) == "" {
+		return nil, fmt.Errorf("--ingest-zones needs an Electricity Maps token: set --electricitymaps-token or $ELECTRICITYMAPS_TOKEN")
+	}
+	c, err := electricitymaps.New(electricitymaps.Config{Token: in.EMToken, BaseURL: in.EMURL, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--electricitymaps-url: %s", forecast.ErrorMessage(err))
+	}
+	zones, err := parseZoneList(in.Zones)
+	if err != nil {
+		return nil, fmt.Errorf("--ingest-zones: %w", err)
+	}
+	var feeds []ingest.Feed
+	for _, s := range strings.Split(in.Signals, ",") {
+		sig, err := forecast.ParseSignal(s)
+		if err != nil {
+			return nil, fmt.Errorf("--ingest-signals: %s", forecast.ErrorMessage(err))
+		}
+		for _, z := range zones {
+			feeds = append(feeds, ingest.Feed{Source: c, Zone: z, Signal: sig})
+		}
+	}
+	return feeds, nil
+}
+
+func (in *Ingest) wtFeeds(log *slog.Logger) ([]ingest.Feed, error) {
+	if in.WTUser == "" || in.WTPassword == "" {
+		return nil, fmt.Errorf("--watttime-regions needs WattTime credentials: --watttime-user (or $WATTTIME_USERNAME) and $WATTTIME_PASSWORD")
+	}
+	regions := map[forecast.Zone]string{}
+	var zones []forecast.Zone
+	for _, pair := range strings.Split(in.WTRegions, ",") {
+		z, r, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || r == "" {
+			return nil, fmt.Errorf("--watttime-regions: %q is not ZONE=REGION", pair)
+		}
+		zone, err := forecast.ParseZone(z)
+		if err != nil {
+			return nil, fmt.Errorf("--watttime-regions: %s", forecast.ErrorMessage(err))
+		}
+		if _, dup := regions[zone]; dup {
+			return nil, fmt.Errorf("--watttime-regions: zone %s is listed twice", zone)
+		}
+		regions[zone] = r
+		zones = append(zones, zone)
+	}
+	c, err := watttime.New(watttime.Config{Username: in.WTUser, Password: in.WTPassword, Regions: regions, BaseURL: in.WTURL, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--watttime-*: %s", forecast.ErrorMessage(err))
+	}
+	feeds := make([]ingest.Feed, 0, len(zones))
+	for _, z := range zones {
+		feeds = append(feeds, ingest.Feed{Source: c, Zone: z, Signal: ingest.SignalMarginal})
+	}
+	return feeds, nil
+}
+
+func parseZoneList(s string) ([]forecast.Zone, error) {
+	var out []forecast.Zone
+	for _, part := range strings.Split(s, ",") {
+		z, err := forecast.ParseZone(part)
+		if err != nil {
+			return nil, fmt.Errorf("%s", forecast.ErrorMessage(err))
+		}
+		out = append(out, z)
+	}
+	return out, nil
+}
+
+// pollClock lets the pollers follow the gateway's clock (the replay clock
+// included) while sleeping in real time.
+type pollClock struct{ clock.Clock }
+
+func (c pollClock) Sleep(ctx context.Context, d time.Duration) error {
+	return ingest.SystemClock{}.Sleep(ctx, d)
+}
