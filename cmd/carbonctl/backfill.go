@@ -48,8 +48,8 @@ type backfillOpts struct {
 // register declares the flags on fs, with defaults from getenv.
 func (o *backfillOpts) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&o.zones, "zones", "", "comma-separated zone ids (required)")
-	fs.StringVar(&o.from, "from", "", "first issue time, YYYY-MM-DD or RFC 3339 on the hour (required)")
-	fs.StringVar(&o.to, "to", "", "last issue time, inclusive, YYYY-MM-DD or RFC 3339 on the hour (required)")
+	fs.StringVar(&o.from, "from", "", "first issue time: YYYY-MM-DD, RFC 3339 on the hour, or now/today minus whole hours, e.g. today-24h (required)")
+	fs.StringVar(&o.to, "to", "", "last issue time, inclusive: like --from (required)")
 	fs.DurationVar(&o.every, "every", 24*time.Hour, "time between issue times, whole hours")
 	fs.DurationVar(&o.horizon, "horizon", 96*time.Hour, "hours forecast at each issue time")
 	fs.StringVar(&o.model, "model", "models:/carbon-forecaster-{zone}@champion", "registered model `URI` ({zone} is replaced by each zone); with --endpoint, names the OIP model")
@@ -90,11 +90,12 @@ func (o *backfillOpts) plan() (backfill.Plan, forecast.Signal, error) {
 	if err != nil {
 		return backfill.Plan{}, "", usagef("--zones: %s", forecast.ErrorMessage(err))
 	}
-	from, err := parseTime(o.from)
+	now := time.Now()
+	from, err := parseWhen(o.from, now)
 	if err != nil {
 		return backfill.Plan{}, "", usagef("--from: %v", err)
 	}
-	to, err := parseTime(o.to)
+	to, err := parseWhen(o.to, now)
 	if err != nil {
 		return backfill.Plan{}, "", usagef("--to: %v", err)
 	}
