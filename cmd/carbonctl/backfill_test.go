@@ -10,7 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/carbongate/carbongate/models/backfill/kubejob"
+	"github.com/carbongate/carbongate/deploy/kubejob"
 )
 
 func TestBackfillUsageErrors(t *testing.T) {

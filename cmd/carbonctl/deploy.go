@@ -8,7 +8,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/kserve"
-	"github.com/carbongate/carbongate/models/backfill/kubejob"
+	"github.com/carbongate/carbongate/deploy/kubejob"
 )
 
 // runDeploy dispatches the deploy subcommands. Today: render.
