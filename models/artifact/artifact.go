@@ -7,10 +7,15 @@
 //
 //	MLmodel       flavors.carbongate: format_version, family, name, zone,
 //	              signal, lookback, horizon, data, weights, data_sha256,
-//	              training_window, params; signature: inputs history FP32
-//	              [-1, L] and start_unix INT64 [-1, 1], output forecast FP32
+//	              training_window, interval_level (interval models),
+//	              params; signature: inputs history FP32 [-1, L] and
+//	              start_unix INT64 [-1, 1], output forecast FP32 [-1, H]
+//	              and, for a models.IntervalModel, lower and upper FP32
 //	              [-1, H]
 //	weights.bin   the weights (absent for families without weights)
+//
+// Format version 2 (written now) may carry family parameters version 1
+// did not know; version-1 directories still load.
 package artifact
 
 import (
@@ -36,10 +41,16 @@ import (
 
 // Names used in a model directory.
 const (
-	MLmodelFile   = "MLmodel"
-	WeightsFile   = "weights.bin"
-	FlavorName    = "carbongate"
-	FormatVersion = 1
+	MLmodelFile = "MLmodel"
+	WeightsFile = "weights.bin"
+	FlavorName  = "carbongate"
+	// FormatVersion is the version Save writes. Version 2 added optional
+	// family parameters (ridge profile, daily means, cross-validated
+	// lambdas, interval bounds) that a version-1 reader would silently
+	// ignore; Load reads versions 1 and 2.
+	FormatVersion = 2
+	// MinFormatVersion is the oldest version Load reads.
+	MinFormatVersion = 1
 )
 
 // Family encodes and decodes the models of one family.
@@ -111,7 +122,10 @@ type flavor struct {
 	Weights        int             `yaml:"weights"`
 	DataSHA256     string          `yaml:"data_sha256,omitempty"`
 	TrainingWindow *window         `yaml:"training_window,omitempty"`
-	Params         yaml.Node       `yaml:"params"`
+	// IntervalLevel is the nominal coverage of the model's prediction
+	// interval (lower/upper outputs); absent for point models.
+	IntervalLevel float64   `yaml:"interval_level,omitempty"`
+	Params        yaml.Node `yaml:"params"`
 }
 
 type window struct {
@@ -142,13 +156,18 @@ func tensor(name, dtype string, shape ...int) tensorSpec {
 	return t
 }
 
-// contract returns the signature of the forecaster tensor contract.
-func contract(lookback, horizon int) (signature, error) {
+// contract returns the signature of the forecaster tensor contract, with
+// the lower and upper outputs when interval is set.
+func contract(lookback, horizon int, interval bool) (signature, error) {
 	in, err := json.Marshal([]tensorSpec{tensor("history", "float32", -1, lookback), tensor("start_unix", "int64", -1, 1)})
 	if err != nil {
 		return signature{}, err
 	}
-	out, err := json.Marshal([]tensorSpec{tensor("forecast", "float32", -1, horizon)})
+	outs := []tensorSpec{tensor("forecast", "float32", -1, horizon)}
+	if interval {
+		outs = append(outs, tensor("lower", "float32", -1, horizon), tensor("upper", "float32", -1, horizon))
+	}
+	out, err := json.Marshal(outs)
 	if err != nil {
 		return signature{}, err
 	}
@@ -159,11 +178,17 @@ func invalid(dir, format string, args ...any) error {
 	return forecast.Errorf(forecast.EINVALID, "model directory %s: %s", filepath.Base(dir), fmt.Sprintf(format, args...))
 }
 
-// Save writes m as an MLflow model directory at dir, atomically: the files
+// Save writes m as an MLflow model directory at dir, atomically (a model
+// with a Serving() models.Model method is saved as what that returns, so a
+// fitted ridge.Model with an interval is saved as the IntervalModel it
+// loads as): the files
 // are written to a temporary sibling directory that then replaces dir, so a
 // reader (or a crash) never sees a half-written model. EINVALID when m's
 // family is not registered or its parameters are inconsistent.
 func (r *Registry) Save(dir string, m models.Model) error {
+	if s, ok := m.(interface{ Serving() models.Model }); ok {
+		m = s.Serving() // save the model as it is served (e.g. with its interval)
+	}
 	meta := m.Meta()
 	fam, ok := r.families[meta.Family]
 	if !ok {
@@ -193,11 +218,15 @@ func (r *Registry) Save(dir string, m models.Model) error {
 		info := t.Training()
 		f.TrainingWindow = &window{From: stamp(info.From), Until: stamp(info.Until), Samples: info.Samples, Zones: info.Zones}
 	}
+	_, interval := m.(models.IntervalModel)
+	if l, ok := m.(interface{ Level() float64 }); ok && interval {
+		f.IntervalLevel = l.Level()
+	}
 	var node yaml.Node
 	if err := node.Encode(f); err != nil {
 		return &forecast.Error{Code: forecast.EINTERNAL, Message: "encode flavor", Err: err}
 	}
-	sig, err := contract(meta.Lookback, meta.Horizon)
+	sig, err := contract(meta.Lookback, meta.Horizon, interval)
 	if err != nil {
 		return &forecast.Error{Code: forecast.EINTERNAL, Message: "encode signature", Err: err}
 	}
@@ -307,8 +336,8 @@ func (r *Registry) Load(dir string) (models.Model, error) {
 	if err := node.Decode(&f); err != nil {
 		return nil, &forecast.Error{Code: forecast.EINVALID, Message: fmt.Sprintf("model directory %s: malformed %s flavor", filepath.Base(dir), FlavorName), Err: err}
 	}
-	if f.FormatVersion != FormatVersion {
-		return nil, invalid(dir, "format version %d is not supported (want %d)", f.FormatVersion, FormatVersion)
+	if f.FormatVersion < MinFormatVersion || f.FormatVersion > FormatVersion {
+		return nil, invalid(dir, "format version %d is not supported (want %d..%d)", f.FormatVersion, MinFormatVersion, FormatVersion)
 	}
 	fam, ok := r.families[f.Family]
 	if !ok {
@@ -326,11 +355,15 @@ func (r *Registry) Load(dir string) (models.Model, error) {
 		return nil, invalid(dir, "signal %q is not one of lifecycle, direct", f.Signal)
 	}
 	if doc.Signature != nil {
-		want, err := contract(f.Lookback, f.Horizon)
+		point, err := contract(f.Lookback, f.Horizon, false)
 		if err != nil {
 			return nil, err
 		}
-		if !sameJSON(doc.Signature.Inputs, want.Inputs) || !sameJSON(doc.Signature.Outputs, want.Outputs) {
+		bounded, err := contract(f.Lookback, f.Horizon, true)
+		if err != nil {
+			return nil, err
+		}
+		if !sameJSON(doc.Signature.Inputs, point.Inputs) || (!sameJSON(doc.Signature.Outputs, point.Outputs) && !sameJSON(doc.Signature.Outputs, bounded.Outputs)) {
 			return nil, invalid(dir, "signature does not match the forecaster contract for lookback %d and horizon %d", f.Lookback, f.Horizon)
 		}
 	}

@@ -104,7 +104,7 @@ func TestLoadRejectsMalformed(t *testing.T) {
 		}, forecast.EINVALID, "no carbongate flavor"},
 		{"not YAML", func(t *testing.T, dir string) { write(t, dir, artifact.MLmodelFile, "flavors: [\n") }, forecast.EINVALID, "not valid YAML"},
 		{"unknown family", func(t *testing.T, dir string) { edit(t, dir, "family: ridge", "family: lstm") }, forecast.EINVALID, `unknown model family "lstm"`},
-		{"format version", func(t *testing.T, dir string) { edit(t, dir, "format_version: 1", "format_version: 9") }, forecast.EINVALID, "format version 9"},
+		{"format version", func(t *testing.T, dir string) { edit(t, dir, "format_version: 2", "format_version: 9") }, forecast.EINVALID, "format version 9"},
 		{"weights missing", func(t *testing.T, dir string) { rm(t, dir, artifact.WeightsFile) }, forecast.EINVALID, "data file weights.bin is missing"},
 		{"weights truncated", func(t *testing.T, dir string) { truncate(t, dir, 8) }, forecast.EINVALID, "flavor declares"},
 		{"weights ragged", func(t *testing.T, dir string) { truncate(t, dir, 3) }, forecast.EINVALID, "not a whole number"},
@@ -132,6 +132,101 @@ func TestLoadRejectsMalformed(t *testing.T) {
 	}
 	if _, err := artifact.Load(filepath.Join(t.TempDir(), "absent")); forecast.ErrorCode(err) != forecast.ENOTFOUND {
 		t.Fatalf("absent dir: err=%v, want ENOTFOUND", err)
+	}
+}
+
+// TestIntervalRoundTrip: a ridge model with an interval saves its level
+// and the lower/upper outputs in the signature and loads as a
+// models.IntervalModel that gives bit-identical intervals.
+func TestIntervalRoundTrip(t *testing.T) {
+	t.Parallel()
+	m := fitted(t)
+	want, ok := m.Serving().(models.IntervalModel)
+	if !ok {
+		t.Fatal("the default ridge model has no interval")
+	}
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := artifact.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, artifact.MLmodelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"interval_level: 0.8", `"name":"lower"`, `"name":"upper"`, "format_version: 2"} {
+		if !strings.Contains(string(text), s) {
+			t.Fatalf("MLmodel does not hold %s:\n%s", s, text)
+		}
+	}
+	loaded, err := artifact.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := loaded.(models.IntervalModel)
+	if !ok {
+		t.Fatalf("loaded %T, want a models.IntervalModel", loaded)
+	}
+	s := series(40)
+	start := t0.Add(33 * 24 * time.Hour)
+	hist, _ := s.Last(start, 168)
+	var a, b [3][96]float64
+	if err := want.PredictInterval(hist, start, a[0][:], a[1][:], a[2][:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.PredictInterval(hist, start, b[0][:], b[1][:], b[2][:]); err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("loaded model's interval differs from the original's")
+	}
+	for h := range 96 {
+		if !(a[1][h] <= a[2][h]) || a[1][h] <= 0 {
+			t.Fatalf("lead %d: interval [%v, %v] around %v", h, a[1][h], a[2][h], a[0][h])
+		}
+	}
+}
+
+// TestLoadsFormatVersion1 loads a point model as format version 1 wrote
+// it (no interval, no parameters of version 2).
+func TestLoadsFormatVersion1(t *testing.T) {
+	t.Parallel()
+	c := ridge.DefaultConfig()
+	c.Folds, c.LambdaGrid, c.Interval = 0, nil, 0
+	m, err := ridge.Fit(context.Background(), ridge.Spec{Name: "carbon-forecaster-DE", Zone: "DE", Signal: forecast.SignalDirect,
+		Until: t0.Add(30 * 24 * time.Hour), Config: c}, []ridge.Input{{Zone: "DE", Series: series(40)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := artifact.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"folds", "interval", "lead_lambdas", "lower"} {
+		b, _ := os.ReadFile(filepath.Join(dir, artifact.MLmodelFile))
+		if strings.Contains(string(b), s) {
+			t.Fatalf("a point model's MLmodel mentions %s:\n%s", s, b)
+		}
+	}
+	edit(t, dir, "format_version: 2", "format_version: 1")
+	loaded, err := artifact.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := loaded.(models.IntervalModel); ok {
+		t.Fatal("a version-1 point model loads as an interval model")
+	}
+	s := series(40)
+	start := t0.Add(33 * 24 * time.Hour)
+	hist, _ := s.Last(start, 168)
+	a, b := make([]float64, 96), make([]float64, 96)
+	if err := m.Predict(hist, start, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := loaded.Predict(hist, start, b); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a, b) {
+		t.Fatal("loaded version-1 model predicts differently")
 	}
 }
 

@@ -15,13 +15,19 @@ func Default() *Registry {
 
 // Ridge is the codec of the ridge families (name is ridge.FamilyZone or
 // ridge.FamilyGeneric): params hold the ridge.Config, the data file the
-// weights.
+// weights followed by the interval bounds when the config has an interval
+// (then the loaded model is a ridge.Bounded, a models.IntervalModel).
 func Ridge(name string) Family {
 	return Family{
 		Name: name,
 		Encode: func(m models.Model) (any, []float64, error) {
-			r, ok := m.(*ridge.Model)
-			if !ok {
+			var r *ridge.Model
+			switch v := m.(type) {
+			case *ridge.Model:
+				r = v
+			case ridge.Bounded:
+				r = v.Model
+			default:
 				return nil, nil, forecast.Errorf(forecast.EINVALID, "family %s needs a *ridge.Model, got %T", name, m)
 			}
 			return r.Config(), r.Weights(), nil
@@ -31,7 +37,11 @@ func Ridge(name string) Family {
 			if err := params(&c); err != nil {
 				return nil, forecast.Errorf(forecast.EINVALID, "malformed ridge params: %v", err)
 			}
-			return ridge.New(meta, c, weights, info)
+			r, err := ridge.New(meta, c, weights, info)
+			if err != nil {
+				return nil, err
+			}
+			return r.Serving(), nil
 		},
 	}
 }

@@ -50,10 +50,19 @@ type Metrics struct {
 	MedianD1 float64           // median of the daily lead-day-1 MAPEs
 	P90D1    float64           // 90th percentile of the daily lead-day-1 MAPEs
 	Days     int               // issue days scored
+	// Interval is set when the model gave prediction intervals
+	// (models.IntervalModel); Coverage is then the share of the scored
+	// hours (all lead days) whose actual lies within [lower, upper], in
+	// percent, and Width the mean of upper − lower over those hours, in
+	// the signal's unit (gCO2eq/kWh).
+	Interval bool
+	Coverage float64
+	Width    float64
 }
 
 // MarshalJSON writes the fields other tools read (mape_d1..mape_d4,
-// median_d1, p90_d1); a metric without data is null.
+// median_d1, p90_d1, and coverage and width for interval models); a
+// metric without data is null.
 func (m Metrics) MarshalJSON() ([]byte, error) {
 	num := func(x float64) *float64 {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -61,14 +70,23 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 		}
 		return &x
 	}
-	return json.Marshal(struct {
+	type point struct {
 		D1     *float64 `json:"mape_d1"`
 		D2     *float64 `json:"mape_d2"`
 		D3     *float64 `json:"mape_d3"`
 		D4     *float64 `json:"mape_d4"`
 		Median *float64 `json:"median_d1"`
 		P90    *float64 `json:"p90_d1"`
-	}{num(m.MAPE[0]), num(m.MAPE[1]), num(m.MAPE[2]), num(m.MAPE[3]), num(m.MedianD1), num(m.P90D1)})
+	}
+	p := point{num(m.MAPE[0]), num(m.MAPE[1]), num(m.MAPE[2]), num(m.MAPE[3]), num(m.MedianD1), num(m.P90D1)}
+	if !m.Interval {
+		return json.Marshal(p)
+	}
+	return json.Marshal(struct {
+		point
+		Coverage *float64 `json:"coverage"`
+		Width    *float64 `json:"width"`
+	}{p, num(m.Coverage), num(m.Width)})
 }
 
 // Report is the result of a backtest. Its JSON form is
@@ -118,6 +136,7 @@ func Run(ctx context.Context, cfg Config, zones []Zone) (*Report, error) {
 		names := make([]string, len(z.Candidates))
 		outs := make([][]float64, len(z.Candidates))
 		daily := make([][LeadDays][]float64, len(z.Candidates))
+		ivs := make([]*intervalScore, len(z.Candidates))
 		for i, c := range z.Candidates {
 			meta := c.Model.Meta()
 			if meta.Horizon < span {
@@ -128,6 +147,9 @@ func Run(ctx context.Context, cfg Config, zones []Zone) (*Report, error) {
 			}
 			names[i] = c.Name
 			outs[i] = make([]float64, meta.Horizon)
+			if _, ok := c.Model.(models.IntervalModel); ok {
+				ivs[i] = &intervalScore{lower: make([]float64, meta.Horizon), upper: make([]float64, meta.Horizon)}
+			}
 		}
 		rep.Order[z.Zone] = names
 		for day := from; !day.After(to); day = day.AddDate(0, 0, 1) {
@@ -150,9 +172,10 @@ func Run(ctx context.Context, cfg Config, zones []Zone) (*Report, error) {
 			rep.Issued[z.Zone]++
 			for i, c := range z.Candidates {
 				h, _ := z.Series.Last(day, c.Model.Meta().Lookback)
-				if err := c.Model.Predict(h, day, outs[i]); err != nil {
+				if err := predict(c.Model, h, day, outs[i], ivs[i]); err != nil {
 					return nil, err
 				}
+				ivs[i].add(actual)
 				for d, v := range forecast.ByLeadDay(actual, outs[i][:span], forecast.MAPE) {
 					daily[i][d] = append(daily[i][d], v)
 				}
@@ -167,11 +190,47 @@ func Run(ctx context.Context, cfg Config, zones []Zone) (*Report, error) {
 			m.MedianD1 = forecast.Quantile(daily[i][0], 0.5)
 			m.P90D1 = forecast.Quantile(daily[i][0], 0.9)
 			m.Days = len(daily[i][0])
+			if iv := ivs[i]; iv != nil {
+				m.Interval = true
+				m.Coverage = 100 * float64(iv.in) / float64(iv.n)
+				m.Width = iv.width / float64(iv.n)
+			}
 			ms[name] = m
 		}
 		rep.Zones[z.Zone] = ms
 	}
 	return rep, nil
+}
+
+// intervalScore accumulates the interval hits and widths of one model.
+type intervalScore struct {
+	lower, upper []float64
+	in, n        int
+	width        float64
+}
+
+// predict runs m on one issue time, with its interval when iv is set.
+func predict(m models.Model, history []float64, start time.Time, out []float64, iv *intervalScore) error {
+	if iv == nil {
+		return m.Predict(history, start, out)
+	}
+	return m.(models.IntervalModel).PredictInterval(history, start, out, iv.lower, iv.upper)
+}
+
+// add scores the last interval against actual (the first len(actual)
+// hours); a nil iv does nothing.
+func (iv *intervalScore) add(actual []float64) {
+	if iv == nil {
+		return
+	}
+	for h, a := range actual {
+		lo, hi := iv.lower[h], iv.upper[h]
+		if a >= lo && a <= hi {
+			iv.in++
+		}
+		iv.width += hi - lo
+		iv.n++
+	}
 }
 
 func allFinite(v []float64) bool {

@@ -29,6 +29,28 @@ type Summary struct {
 	MeanD1    float64 // mean over zones of MAPE lead day 1
 	PersistD1 float64 // persistence's mean day-1 MAPE over the same zones
 	Beats     int     // zones where the model's day-1 MAPE is below persistence's
+	// MeanD is the mean over the same zones of MAPE per lead day
+	// (MeanD[0] == MeanD1).
+	MeanD [LeadDays]float64
+	// BeatsAll counts the zones where the model's MAPE is below
+	// persistence's on every lead day.
+	BeatsAll int
+	// Interval is set when the model gave intervals on every zone counted;
+	// Coverage and Width are then their means over those zones.
+	Interval        bool
+	Coverage, Width float64
+}
+
+// HasIntervals reports whether any model of the report gave intervals.
+func (r *Report) HasIntervals() bool {
+	for _, ms := range r.Zones {
+		for _, m := range ms {
+			if m.Interval {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Ratio returns MeanD1 / PersistD1.
@@ -62,7 +84,7 @@ func (r *Report) Models() []string {
 func (r *Report) Summaries() []Summary {
 	var out []Summary
 	for _, name := range r.Models() {
-		s := Summary{Model: name}
+		s := Summary{Model: name, Interval: true}
 		var sum, psum float64
 		for _, z := range r.ZoneIDs() {
 			m, ok := r.Zones[z][name]
@@ -76,11 +98,30 @@ func (r *Report) Summaries() []Summary {
 			if m.MAPE[0] < p.MAPE[0] {
 				s.Beats++
 			}
+			all := true
+			for d := range LeadDays {
+				s.MeanD[d] += m.MAPE[d]
+				all = all && m.MAPE[d] < p.MAPE[d]
+			}
+			if all {
+				s.BeatsAll++
+			}
+			s.Interval = s.Interval && m.Interval
+			s.Coverage += m.Coverage
+			s.Width += m.Width
 		}
 		if s.Zones == 0 {
 			continue
 		}
-		s.MeanD1, s.PersistD1 = sum/float64(s.Zones), psum/float64(s.Zones)
+		n := float64(s.Zones)
+		s.MeanD1, s.PersistD1 = sum/n, psum/n
+		for d := range LeadDays {
+			s.MeanD[d] /= n
+		}
+		s.Coverage, s.Width = s.Coverage/n, s.Width/n
+		if !s.Interval {
+			s.Coverage, s.Width = 0, 0
+		}
 		out = append(out, s)
 	}
 	return out
@@ -102,7 +143,12 @@ func (r *Report) Counts() (scored, skipped int) {
 // day-1 MAPE relative to persistence), then one summary row per model with
 // the mean day-1 MAPE over zones and its ratio to persistence's.
 func WriteTable(w io.Writer, rep *Report) error {
-	header := []string{"zone", "model", "mape_d1", "mape_d2", "mape_d3", "mape_d4", "median_d1", "p90_d1", "d1/persistence"}
+	header := []string{"zone", "model", "mape_d1", "mape_d2", "mape_d3", "mape_d4", "median_d1", "p90_d1"}
+	intervals := rep.HasIntervals()
+	if intervals {
+		header = append(header, "coverage", "width")
+	}
+	header = append(header, "d1/persistence")
 	rows := [][]string{header}
 	num := func(x float64) string {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -115,14 +161,28 @@ func WriteTable(w io.Writer, rep *Report) error {
 		p := ms[Persistence]
 		for _, name := range rep.Order[z] {
 			m := ms[name]
-			rows = append(rows, []string{string(z), name, num(m.MAPE[0]), num(m.MAPE[1]), num(m.MAPE[2]), num(m.MAPE[3]),
-				num(m.MedianD1), num(m.P90D1), fmt.Sprintf("%.3f", m.MAPE[0]/p.MAPE[0])})
+			row := []string{string(z), name, num(m.MAPE[0]), num(m.MAPE[1]), num(m.MAPE[2]), num(m.MAPE[3]), num(m.MedianD1), num(m.P90D1)}
+			if intervals {
+				cov, width := "-", "-"
+				if m.Interval {
+					cov, width = fmt.Sprintf("%.1f", m.Coverage), fmt.Sprintf("%.1f", m.Width)
+				}
+				row = append(row, cov, width)
+			}
+			rows = append(rows, append(row, fmt.Sprintf("%.3f", m.MAPE[0]/p.MAPE[0])))
 		}
 	}
 	rows = append(rows, nil)
 	for _, s := range rep.Summaries() {
-		rows = append(rows, []string{"mean", s.Model, num(s.MeanD1), "", "", "", "", "",
-			fmt.Sprintf("%.3f (better in %d/%d zones)", s.Ratio(), s.Beats, s.Zones)})
+		row := []string{"mean", s.Model, num(s.MeanD1), num(s.MeanD[1]), num(s.MeanD[2]), num(s.MeanD[3]), "", ""}
+		if intervals {
+			cov, width := "", ""
+			if s.Interval {
+				cov, width = fmt.Sprintf("%.1f", s.Coverage), fmt.Sprintf("%.1f", s.Width)
+			}
+			row = append(row, cov, width)
+		}
+		rows = append(rows, append(row, fmt.Sprintf("%.3f (better in %d/%d zones)", s.Ratio(), s.Beats, s.Zones)))
 	}
 	width := make([]int, len(header))
 	for _, r := range rows {

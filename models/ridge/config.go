@@ -13,10 +13,16 @@
 // Calendar features are those of the issue hour (start). Since each lead
 // hour h has its own weights, a one-hot of the issue hour of the week is,
 // for lead h, exactly a one-hot of the target hour of the week (start + h).
+//
+// With Config.Folds, Fit chooses λ per lead day by blocked cross-validation
+// within the training data and calibrates a prediction interval on the
+// out-of-fold residuals (package conformal); such a model serves as a
+// Bounded, a models.IntervalModel (see Model.Serving).
 package ridge
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -68,13 +74,43 @@ type Config struct {
 	// Stride is the step in hours between training issue times (1 = every
 	// hour). It affects fitting only.
 	Stride int `yaml:"stride" json:"stride"`
+
+	// The fields below are absent from format-1 artifacts; their zero
+	// values mean "off", which is how those models were fitted.
+
+	// Profile, when > 0, adds 24 features: the mean daily profile of the
+	// last Profile days (feature j is the mean of the hours 24k−j before
+	// start, k = 1..Profile, i.e. the hour of day of start+j−24).
+	Profile int `yaml:"profile,omitempty" json:"profile,omitempty"`
+	// DailyMeans, when > 0, adds the mean of each of the last DailyMeans
+	// days (24-hour blocks ending the hour before start) as features.
+	DailyMeans int `yaml:"daily_means,omitempty" json:"daily_means,omitempty"`
+	// OriginWidth, with 24 origins, also fits the weights of issue hour o
+	// on the samples issued at hours o±1..o±OriginWidth (fitting only).
+	OriginWidth int `yaml:"origin_width,omitempty" json:"origin_width,omitempty"`
+	// Folds, when ≥ 2, is the number of contiguous time blocks of the
+	// training data used for blocked cross-validation: λ is then chosen
+	// per lead day from LambdaGrid, and the prediction interval (if any)
+	// is calibrated on the out-of-fold residuals. Samples whose targets
+	// reach into a held-out block are left out of that fold's fit.
+	Folds      int       `yaml:"folds,omitempty" json:"folds,omitempty"`
+	LambdaGrid []float64 `yaml:"lambda_grid,omitempty" json:"lambda_grid,omitempty"`
+	// LeadLambdas is the λ of each lead day (24 lead hours; the last day
+	// may be partial) that Fit chose by cross-validation; when set it
+	// overrides Lambda. Fit fills it when LambdaGrid is set.
+	LeadLambdas []float64 `yaml:"lead_lambdas,omitempty" json:"lead_lambdas,omitempty"`
+	// Interval, when > 0, is the nominal coverage (e.g. 0.8) of the
+	// prediction interval Fit calibrates from out-of-fold residuals (needs
+	// Folds ≥ 2); see package conformal.
+	Interval float64 `yaml:"interval,omitempty" json:"interval,omitempty"`
 }
 
 // DefaultConfig returns the configuration chosen by blocked cross-validation
-// on 2020 (six two-month folds, see models/README.md): L = 168, H = 96,
-// lags 1–24 and the same hour 2–7 days back, hour-of-day and weekday
-// one-hots, log values centred on the week's mean log, λ = 1e-3, one weight
-// set per issue hour.
+// on 2020 (see models/README.md): L = 168, H = 96, lags 1–24 and the same
+// hour 2–7 days back, hour-of-day and weekday one-hots, log values centred
+// on the week's mean log, one weight set per issue hour, λ per lead day
+// chosen by 5-fold blocked cross-validation, and an 80 % interval
+// calibrated on the out-of-fold residuals.
 func DefaultConfig() Config {
 	lags := make([]int, 0, 30)
 	for l := 1; l <= 24; l++ {
@@ -93,7 +129,22 @@ func DefaultConfig() Config {
 		Lambda:     1e-3,
 		Stride:     1,
 		Origins:    24,
+		Folds:      5,
+		LambdaGrid: []float64{1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2},
+		Interval:   0.8,
 	}
+}
+
+// LeadDays returns the number of lead days (blocks of 24 lead hours, the
+// last possibly partial) that LeadLambdas covers.
+func (c Config) LeadDays() int { return (c.Horizon + 23) / 24 }
+
+// lambda returns the penalty of lead hour h.
+func (c *Config) lambda(h int) float64 {
+	if len(c.LeadLambdas) > 0 {
+		return c.LeadLambdas[h/24]
+	}
+	return c.Lambda
 }
 
 // Validate checks c and returns EINVALID naming the first problem.
@@ -113,6 +164,29 @@ func (c Config) Validate() error {
 		return forecast.Errorf(forecast.EINVALID, "ridge origins %d must be 1 or 24", c.Origins)
 	case c.Stride < 1:
 		return forecast.Errorf(forecast.EINVALID, "ridge stride %d must be ≥ 1", c.Stride)
+	}
+	switch {
+	case c.Profile < 0 || 24*c.Profile > c.Lookback:
+		return forecast.Errorf(forecast.EINVALID, "ridge profile %d days must be in 0..%d", c.Profile, c.Lookback/24)
+	case c.DailyMeans < 0 || 24*c.DailyMeans > c.Lookback:
+		return forecast.Errorf(forecast.EINVALID, "ridge daily means %d must be in 0..%d", c.DailyMeans, c.Lookback/24)
+	case c.OriginWidth < 0 || c.OriginWidth > 11 || (c.Origins == 1 && c.OriginWidth != 0):
+		return forecast.Errorf(forecast.EINVALID, "ridge origin width %d must be in 0..11 (0 with one origin)", c.OriginWidth)
+	case c.Folds < 0 || c.Folds == 1:
+		return forecast.Errorf(forecast.EINVALID, "ridge folds %d must be 0 or ≥ 2", c.Folds)
+	case len(c.LambdaGrid) > 0 && c.Folds == 0:
+		return forecast.Errorf(forecast.EINVALID, "ridge lambda grid needs folds ≥ 2")
+	case len(c.LeadLambdas) > 0 && len(c.LeadLambdas) != c.LeadDays():
+		return forecast.Errorf(forecast.EINVALID, "ridge lead lambdas has %d values, want one per lead day (%d)", len(c.LeadLambdas), c.LeadDays())
+	case c.Interval != 0 && !(c.Interval > 0 && c.Interval < 1):
+		return forecast.Errorf(forecast.EINVALID, "ridge interval level %v must be in (0, 1), or 0 for none", c.Interval)
+	case c.Interval != 0 && c.Folds == 0:
+		return forecast.Errorf(forecast.EINVALID, "ridge interval needs folds ≥ 2 to calibrate on out-of-fold residuals")
+	}
+	for _, l := range slices.Concat(c.LambdaGrid, c.LeadLambdas) {
+		if !(l >= 0) || math.IsInf(l, 0) {
+			return forecast.Errorf(forecast.EINVALID, "ridge lambda %v must be finite and ≥ 0", l)
+		}
 	}
 	if c.Scaling != ScaleLevel && c.Scaling != ScaleStd && c.Scaling != ScaleLog {
 		return forecast.Errorf(forecast.EINVALID, "ridge scaling %q is not one of level, std, log", string(c.Scaling))
@@ -140,23 +214,50 @@ func calendarWidth(c Calendar) (int, error) {
 	return 0, forecast.Errorf(forecast.EINVALID, "ridge calendar %q is not one of none, hour+weekday, hour-of-week", string(c))
 }
 
-// NumWeights returns the number of weights of a model: Origins ×
-// NumFeatures × Horizon. c must be valid.
+// NumWeights returns the number of regression weights of a model:
+// Origins × NumFeatures × Horizon. c must be valid.
 func (c Config) NumWeights() int { return c.Origins * c.NumFeatures() * c.Horizon }
 
+// NumBounds returns the number of interval bounds a model stores after its
+// weights: Origins × 2 × Horizon when Interval is set, else 0.
+func (c Config) NumBounds() int {
+	if c.Interval == 0 {
+		return 0
+	}
+	return c.Origins * 2 * c.Horizon
+}
+
 // NumFeatures returns the number of weights per lead hour: an intercept, one
-// per lag, and the calendar one-hots. c must be valid.
+// per lag, the profile and daily-mean blocks, and the calendar one-hots. c
+// must be valid.
 func (c Config) NumFeatures() int {
 	w, _ := calendarWidth(c.Calendar)
-	return 1 + len(c.Lags) + w
+	return c.calendarOffset() + w
 }
+
+// profileOffset, meansOffset and calendarOffset are the indices of the
+// first feature of each block.
+func (c *Config) profileOffset() int { return 1 + len(c.Lags) }
+
+func (c *Config) meansOffset() int {
+	if c.Profile > 0 {
+		return c.profileOffset() + 24
+	}
+	return c.profileOffset()
+}
+
+func (c *Config) calendarOffset() int { return c.meansOffset() + c.DailyMeans }
 
 // Clone returns a copy of c that shares no memory with it.
 func (c Config) Clone() Config {
 	c.Lags = slices.Clone(c.Lags)
+	c.LambdaGrid = slices.Clone(c.LambdaGrid)
+	c.LeadLambdas = slices.Clone(c.LeadLambdas)
 	return c
 }
 
 func (c Config) String() string {
-	return fmt.Sprintf("L=%d H=%d lags=%d norm=%d/%s cal=%s λ=%g origins=%d stride=%d", c.Lookback, c.Horizon, len(c.Lags), c.NormWindow, c.Scaling, c.Calendar, c.Lambda, c.Origins, c.Stride)
+	return fmt.Sprintf("L=%d H=%d lags=%d profile=%d means=%d norm=%d/%s cal=%s λ=%g grid=%v origins=%d±%d folds=%d interval=%g stride=%d",
+		c.Lookback, c.Horizon, len(c.Lags), c.Profile, c.DailyMeans, c.NormWindow, c.Scaling, c.Calendar, c.Lambda, c.LambdaGrid,
+		c.Origins, c.OriginWidth, c.Folds, c.Interval, c.Stride)
 }

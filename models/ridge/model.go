@@ -7,29 +7,40 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models"
+	"github.com/carbongate/carbongate/models/conformal"
 )
 
 // Model is a fitted ridge forecaster. It is immutable and safe for
-// concurrent use; Predict allocates nothing.
+// concurrent use; Predict allocates nothing. A Model whose configuration
+// has an Interval also stores calibrated interval bounds; Serving returns
+// it as a models.IntervalModel.
 type Model struct {
 	meta models.Meta
 	cfg  Config
 	// w holds Origins blocks of NumFeatures × Horizon weights, row-major:
 	// w[(o*NumFeatures+j)*H+h] is feature j's weight for lead h when the
 	// issue hour of day is o (o = 0 when Origins is 1).
-	w    []float64
-	info models.TrainingInfo
+	w []float64
+	// bounds holds, per origin, the lower then the upper bound of each
+	// lead hour, log ratios in units of the history's
+	// conformal.Difficulty; empty without an interval.
+	bounds []float64
+	info   models.TrainingInfo
 }
 
+// Bounded is a ridge Model with a prediction interval.
+type Bounded struct{ *Model }
+
 var (
-	_ models.Model   = (*Model)(nil)
-	_ models.Trained = (*Model)(nil)
+	_ models.Model         = (*Model)(nil)
+	_ models.Trained       = (*Model)(nil)
+	_ models.IntervalModel = Bounded{}
 )
 
 // New assembles a model from its parts, as an artifact loader does. meta's
 // Lookback and Horizon must match cfg and weights must hold
-// cfg.NumFeatures()×cfg.Horizon values; otherwise EINVALID. New copies
-// weights.
+// cfg.NumWeights() regression weights followed by cfg.NumBounds() interval
+// bounds (see Weights); otherwise EINVALID. New copies weights.
 func New(meta models.Meta, cfg Config, weights []float64, info models.TrainingInfo) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -37,16 +48,27 @@ func New(meta models.Meta, cfg Config, weights []float64, info models.TrainingIn
 	if meta.Lookback != cfg.Lookback || meta.Horizon != cfg.Horizon {
 		return nil, forecast.Errorf(forecast.EINVALID, "ridge meta says L=%d H=%d, config says L=%d H=%d", meta.Lookback, meta.Horizon, cfg.Lookback, cfg.Horizon)
 	}
-	if want := cfg.NumWeights(); len(weights) != want {
-		return nil, forecast.Errorf(forecast.EINVALID, "ridge needs %d weights (%d origins × %d features × %d hours), got %d", want, cfg.Origins, cfg.NumFeatures(), cfg.Horizon, len(weights))
+	nw, nb := cfg.NumWeights(), cfg.NumBounds()
+	if len(weights) != nw+nb {
+		return nil, forecast.Errorf(forecast.EINVALID, "ridge needs %d weights (%d origins × %d features × %d hours) and %d interval bounds, got %d values", nw, cfg.Origins, cfg.NumFeatures(), cfg.Horizon, nb, len(weights))
 	}
 	for i, v := range weights {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, forecast.Errorf(forecast.EINVALID, "ridge weight %d is not finite", i)
 		}
 	}
+	H := cfg.Horizon
+	for o := range nb / (2 * H) {
+		lo, hi := weights[nw+2*o*H:][:H], weights[nw+(2*o+1)*H:][:H]
+		for h := range lo {
+			if lo[h] > hi[h] {
+				return nil, forecast.Errorf(forecast.EINVALID, "ridge interval of origin %d lead %d has lower bound %v above upper %v", o, h, lo[h], hi[h])
+			}
+		}
+	}
 	info.Zones = slices.Clone(info.Zones)
-	return &Model{meta: meta, cfg: cfg.Clone(), w: slices.Clone(weights), info: info}, nil
+	all := slices.Clone(weights)
+	return &Model{meta: meta, cfg: cfg.Clone(), w: all[:nw:nw], bounds: all[nw:], info: info}, nil
 }
 
 // Meta implements models.Model.
@@ -55,9 +77,10 @@ func (m *Model) Meta() models.Meta { return m.meta }
 // Config returns a copy of the model's configuration.
 func (m *Model) Config() Config { return m.cfg.Clone() }
 
-// Weights returns a copy of the weights, Origins × NumFeatures × Horizon
-// row-major.
-func (m *Model) Weights() []float64 { return slices.Clone(m.w) }
+// Weights returns a copy of the regression weights (Origins × NumFeatures
+// × Horizon, row-major) followed by the interval bounds, if any (per
+// origin, Horizon lower then Horizon upper log-ratio bounds).
+func (m *Model) Weights() []float64 { return slices.Concat(m.w, m.bounds) }
 
 // Training implements models.Trained.
 func (m *Model) Training() models.TrainingInfo {
@@ -66,41 +89,60 @@ func (m *Model) Training() models.TrainingInfo {
 	return info
 }
 
+// Serving returns the model as served: Bounded{m} when it has an
+// interval, m otherwise.
+func (m *Model) Serving() models.Model {
+	if len(m.bounds) > 0 {
+		return Bounded{m}
+	}
+	return m
+}
+
+// Level returns the nominal coverage of the interval, 0 without one.
+func (m *Model) Level() float64 { return m.cfg.Interval }
+
 // Predict implements models.Model.
 func (m *Model) Predict(history []float64, start time.Time, out []float64) error {
 	if err := models.CheckInput(m.meta, history, start, out); err != nil {
 		return err
 	}
 	c := &m.cfg
-	H, L := c.Horizon, c.Lookback
-	mu, sd := scale(c.Scaling, history[L-c.NormWindow:])
+	H := c.Horizon
 	tf := c.Scaling == ScaleLog
-	p := c.NumFeatures()
-	w := m.w[origin(c, start)*p*H:][:p*H]
+	get := func(i int) float64 { return transform(tf, history[i]) }
+	mu, sd := scale(c, get)
+	w := m.w[origin(c, start)*c.NumFeatures()*H:][:c.NumFeatures()*H]
 	copy(out, w[:H])
-	for k, lag := range c.Lags {
-		z := (transform(tf, history[L-lag]) - mu) / sd
-		row := w[(1+k)*H : (2+k)*H]
+	c.visit(get, start, mu, sd, func(j int, z float64) {
+		row := w[j*H : (j+1)*H]
 		for h, w := range row {
 			out[h] += z * w
 		}
-	}
-	var idx [2]int
-	for _, j := range calendarIndex(c.Calendar, start, idx[:0]) {
-		j += 1 + len(c.Lags)
-		row := w[j*H : (j+1)*H]
-		for h, w := range row {
-			out[h] += w
-		}
-	}
+	})
 	for h, v := range out {
 		out[h] = mu + sd*v
 	}
-	if tf {
+	if c.Scaling == ScaleLog {
 		for h, v := range out {
 			out[h] = math.Exp(v)
 		}
 	}
+	return nil
+}
+
+// PredictInterval implements models.IntervalModel: the point forecast and
+// the calibrated interval around it, whose log-ratio bounds are scaled by
+// the history's conformal.Difficulty (conformal.Apply).
+func (b Bounded) PredictInterval(history []float64, start time.Time, out, lower, upper []float64) error {
+	H := b.cfg.Horizon
+	if len(lower) != H || len(upper) != H {
+		return forecast.FieldErrorf(forecast.EINVALID, "forecast", "interval outputs have %d and %d hours, model %s writes %d", len(lower), len(upper), b.meta.Family, H)
+	}
+	if err := b.Predict(history, start, out); err != nil {
+		return err
+	}
+	o := origin(&b.cfg, start)
+	conformal.Apply(out, b.bounds[2*o*H:][:H], b.bounds[(2*o+1)*H:][:H], conformal.Difficulty(history), lower, upper)
 	return nil
 }
 
@@ -120,29 +162,28 @@ func transform(log bool, v float64) float64 {
 	return v
 }
 
-// scale returns the centre and the (floored) scale of a sample whose history
-// window ends with w, both in the model's working space.
-func scale(how Scaling, w []float64) (mu, sd float64) {
+// scale returns the centre and the (floored) scale of a sample, both in
+// the model's working space; get(i) is the working-space value of history
+// hour i (0 = oldest of Lookback).
+func scale(c *Config, get func(int) float64) (mu, sd float64) {
+	from, to := c.Lookback-c.NormWindow, c.Lookback
 	var s float64
-	if how == ScaleLog {
-		for _, v := range w {
-			s += transform(true, v)
-		}
-		return s / float64(len(w)), 1
+	for i := from; i < to; i++ {
+		s += get(i)
 	}
-	for _, v := range w {
-		s += v
-	}
-	mu = s / float64(len(w))
-	if how == ScaleLevel {
+	mu = s / float64(to-from)
+	switch c.Scaling {
+	case ScaleLog:
+		return mu, 1
+	case ScaleLevel:
 		return mu, max(math.Abs(mu), minScale)
 	}
 	var q float64
-	for _, v := range w {
-		d := v - mu
+	for i := from; i < to; i++ {
+		d := get(i) - mu
 		q += d * d
 	}
-	sd = math.Sqrt(q / float64(len(w)))
+	sd = math.Sqrt(q / float64(to-from))
 	return mu, max(sd, minScaleFrac*math.Abs(mu), minScale)
 }
 
@@ -167,20 +208,48 @@ func origin(c *Config, start time.Time) int {
 	return start.UTC().Hour()
 }
 
-// features writes the feature row of one sample into row (len NumFeatures)
-// and returns the sample's mean and scale.
-func features(c *Config, history []float64, start time.Time, row []float64) (mu, sd float64) {
+// visit calls f(j, z) for every feature j ≥ 1 of a sample (lags, profile,
+// daily means, the calendar one-hots that are set) whose first forecast
+// hour is start; get(i) is the working-space value of history hour i and
+// mu and sd are the sample's scale.
+func (c *Config) visit(get func(int) float64, start time.Time, mu, sd float64, f func(j int, z float64)) {
 	L := c.Lookback
-	mu, sd = scale(c.Scaling, history[L-c.NormWindow:])
-	clear(row)
-	row[0] = 1
-	tf := c.Scaling == ScaleLog
+	z := func(i int) float64 { return (get(i) - mu) / sd }
 	for k, lag := range c.Lags {
-		row[1+k] = (transform(tf, history[L-lag]) - mu) / sd
+		f(1+k, z(L-lag))
+	}
+	if p := c.Profile; p > 0 {
+		off := c.profileOffset()
+		for j := range 24 {
+			var s float64
+			for k := 1; k <= p; k++ {
+				s += z(L - 24*k + j)
+			}
+			f(off+j, s/float64(p))
+		}
+	}
+	off := c.meansOffset()
+	for d := range c.DailyMeans {
+		var s float64
+		for i := L - 24*(d+1); i < L-24*d; i++ {
+			s += z(i)
+		}
+		f(off+d, s/24)
 	}
 	var idx [2]int
 	for _, j := range calendarIndex(c.Calendar, start, idx[:0]) {
-		row[1+len(c.Lags)+j] = 1
+		f(c.calendarOffset()+j, 1)
 	}
+}
+
+// features writes the feature row of one sample into row (len NumFeatures)
+// and returns the sample's mean and scale; tv holds the working-space
+// values of its Lookback hours of history.
+func features(c *Config, tv []float64, start time.Time, row []float64) (mu, sd float64) {
+	get := func(i int) float64 { return tv[i] }
+	mu, sd = scale(c, get)
+	clear(row)
+	row[0] = 1
+	c.visit(get, start, mu, sd, func(j int, z float64) { row[j] = z })
 	return mu, sd
 }

@@ -164,6 +164,23 @@ func BenchmarkPredict(b *testing.B) {
 	}
 }
 
+func BenchmarkPredictInterval(b *testing.B) {
+	s := synthetic(40, 4)
+	m, ok := fit(b, ridge.DefaultConfig(), s, time.Time{}).Serving().(models.IntervalModel)
+	if !ok {
+		b.Fatal("no interval model")
+	}
+	start := t0.Add(30 * 24 * time.Hour)
+	hist, _ := s.Last(start, 168)
+	out, lo, hi := make([]float64, 96), make([]float64, 96), make([]float64, 96)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.PredictInterval(hist, start, out, lo, hi); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkFitZone fits one zone on a year of hourly data, as train does.
 func BenchmarkFitZone(b *testing.B) {
 	s := synthetic(366, 5)

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -11,16 +13,20 @@ import (
 
 // buffers is the per-request scratch space, pooled.
 type buffers struct {
-	hist []float64   // B×L
-	out  []float64   // B×H
-	rows [][]float64 // rows of out
+	hist       []float64   // B×L
+	out        []float64   // B×H
+	lo, hi     []float64   // B×H, interval models only
+	rows       [][]float64 // rows of out
+	lrow, hrow [][]float64 // rows of lo and hi
 }
 
 // Infer implements oip.Backend under the forecaster tensor contract:
 // inputs history FP32 [B, L] and start_unix INT64 [B, 1] (Unix seconds,
-// hour-aligned), 1 ≤ B ≤ MaxBatch; output forecast FP32 [B, H]. Requested
-// outputs, if any, must be "forecast". The response echoes req.ID and names
-// the model and the version that answered.
+// hour-aligned), 1 ≤ B ≤ MaxBatch; output forecast FP32 [B, H] and, for a
+// models.IntervalModel, lower and upper FP32 [B, H]. With no requested
+// outputs the response holds every output of the model; otherwise exactly
+// the requested ones (each must be an output of the model). The response
+// echoes req.ID and names the model and the version that answered.
 //
 // Errors: ENOTFOUND for an unknown model or version, EUNAVAILABLE while the
 // model loads, EINVALID for anything in req that does not fit the contract
@@ -55,7 +61,8 @@ func (s *Server) infer(ctx context.Context, e *entry, version string, req *oip.I
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := checkOutputs(e.name, req); err != nil {
+	want, err := wantOutputs(e.name, l.model, req)
+	if err != nil {
 		return nil, 0, err
 	}
 	lb, h := l.meta.Lookback, l.meta.Horizon
@@ -72,8 +79,8 @@ func (s *Server) infer(ctx context.Context, e *entry, version string, req *oip.I
 		buf = new(buffers)
 	}
 	defer s.scratch.Put(buf)
-	// PredictBatch takes row-major matrices: flatten the parsed rows and
-	// slice the output into rows for the response.
+	// Predictions go into row-major matrices: flatten the parsed rows and
+	// slice the outputs into rows for the response.
 	buf.hist = grow(buf.hist, b*lb)
 	buf.out = grow(buf.out, b*h)
 	buf.rows = growRows(buf.rows, b)
@@ -81,26 +88,69 @@ func (s *Server) infer(ctx context.Context, e *entry, version string, req *oip.I
 		copy(buf.hist[i*lb:(i+1)*lb], r)
 		buf.rows[i] = buf.out[i*h : (i+1)*h : (i+1)*h]
 	}
-	if err := models.PredictBatch(l.model, buf.hist, starts, buf.out); err != nil {
+	var lower, upper [][]float64
+	if im, ok := l.model.(models.IntervalModel); ok && (want == nil || want[oip.OutputLower] || want[oip.OutputUpper]) {
+		buf.lo, buf.hi = grow(buf.lo, b*h), grow(buf.hi, b*h)
+		buf.lrow, buf.hrow = growRows(buf.lrow, b), growRows(buf.hrow, b)
+		for i := range b {
+			buf.lrow[i] = buf.lo[i*h : (i+1)*h : (i+1)*h]
+			buf.hrow[i] = buf.hi[i*h : (i+1)*h : (i+1)*h]
+		}
+		if err := predictIntervals(im, buf.hist, starts, buf.rows, buf.lrow, buf.hrow); err != nil {
+			return nil, 0, err
+		}
+		lower, upper = buf.lrow, buf.hrow
+	} else if err := models.PredictBatch(l.model, buf.hist, starts, buf.out); err != nil {
 		return nil, 0, err
 	}
-	resp := oip.NewForecastResponse(e.name, l.version, req.ID, buf.rows, nil, nil)
-	clear(buf.rows) // drop references into buf.out before pooling
+	resp := oip.NewForecastResponse(e.name, l.version, req.ID, buf.rows, lower, upper)
+	if len(want) > 0 {
+		outs := resp.Outputs[:0]
+		for _, o := range resp.Outputs {
+			if want[o.Name] {
+				outs = append(outs, o)
+			}
+		}
+		resp.Outputs = outs
+	}
+	// Drop references into the buffers before pooling.
+	clear(buf.rows)
+	clear(buf.lrow)
+	clear(buf.hrow)
 	return resp, b, nil
 }
 
-// checkOutputs rejects requested outputs other than forecast: carbongate
-// models give no prediction interval.
-func checkOutputs(model string, req *oip.InferenceRequest) error {
-	if req == nil {
-		return nil // ParseForecastRequest says so
-	}
-	for _, o := range req.Outputs {
-		if o.Name != oip.OutputForecast {
-			return forecast.FieldErrorf(forecast.EINVALID, "outputs", "model %q has no output %q (it has %q)", model, o.Name, oip.OutputForecast)
+// predictIntervals runs m.PredictInterval on every row of hist (B×L,
+// row-major) into the rows of out, lower and upper. It stops at the first
+// error, which names the row.
+func predictIntervals(m models.IntervalModel, hist []float64, starts []time.Time, out, lower, upper [][]float64) error {
+	lb := m.Meta().Lookback
+	for i, st := range starts {
+		if err := m.PredictInterval(hist[i*lb:(i+1)*lb], st, out[i], lower[i], upper[i]); err != nil {
+			return &forecast.Error{Code: forecast.ErrorCode(err), Field: forecast.ErrorField(err), Message: fmt.Sprintf("row %d: %s", i, forecast.ErrorMessage(err)), Err: err}
 		}
 	}
 	return nil
+}
+
+// wantOutputs returns the outputs req asks for, nil for all of them. Each
+// must be an output of m (hasOutput), else EINVALID naming it.
+func wantOutputs(model string, m models.Model, req *oip.InferenceRequest) (map[string]bool, error) {
+	if req == nil || len(req.Outputs) == 0 {
+		return nil, nil // ParseForecastRequest rejects a nil request
+	}
+	want := make(map[string]bool, len(req.Outputs))
+	for _, o := range req.Outputs {
+		if !hasOutput(m, o.Name) {
+			have := []string{oip.OutputForecast}
+			if _, ok := m.(models.IntervalModel); ok {
+				have = append(have, oip.OutputLower, oip.OutputUpper)
+			}
+			return nil, forecast.FieldErrorf(forecast.EINVALID, "outputs", "model %q has no output %q (it has %s)", model, o.Name, strings.Join(have, ", "))
+		}
+		want[o.Name] = true
+	}
+	return want, nil
 }
 
 func grow(s []float64, n int) []float64 {

@@ -4,6 +4,11 @@
 // per-model readiness, hot reload and Prometheus metrics. The transports
 // (oip/rest, oip/grpc) serve a *Server; this package knows no wire format.
 //
+// Outputs. Every model answers forecast FP32 [B, H]; a models.IntervalModel
+// (e.g. a ridge model with a calibrated interval) also answers lower and
+// upper FP32 [B, H] and declares them in its metadata. A request naming
+// outputs gets exactly those; one naming none gets all of the model's.
+//
 // Names and versions. A model is served under the registered name in its
 // MLmodel (carbon-forecaster-<ZONE> or carbon-forecaster-generic) unless
 // the Source overrides it. Its version is the first 12 hex digits of the
@@ -240,19 +245,32 @@ func Version(dir string) (string, error) {
 }
 
 // metadata declares the forecaster contract of m: inputs history FP32
-// [-1, L] and start_unix INT64 [-1, 1], output forecast FP32 [-1, H]. It is
-// oip.Contract.Metadata without lower and upper, which carbongate models do
-// not give.
-func metadata(name, version string, m models.Meta) oip.ModelMetadata {
-	md := oip.Contract{Lookback: m.Lookback, Horizon: m.Horizon}.Metadata(name, []string{version}, Platform)
+// [-1, L] and start_unix INT64 [-1, 1], output forecast FP32 [-1, H], and
+// outputs lower and upper FP32 [-1, H] when m is a models.IntervalModel.
+func metadata(name, version string, m models.Model) oip.ModelMetadata {
+	meta := m.Meta()
+	md := oip.Contract{Lookback: meta.Lookback, Horizon: meta.Horizon}.Metadata(name, []string{version}, Platform)
 	outs := md.Outputs[:0]
 	for _, o := range md.Outputs {
-		if o.Name == oip.OutputForecast {
+		if hasOutput(m, o.Name) {
 			outs = append(outs, o)
 		}
 	}
 	md.Outputs = outs
 	return md
+}
+
+// hasOutput reports whether m answers the output named name: forecast
+// always, lower and upper when m is a models.IntervalModel.
+func hasOutput(m models.Model, name string) bool {
+	switch name {
+	case oip.OutputForecast:
+		return true
+	case oip.OutputLower, oip.OutputUpper:
+		_, ok := m.(models.IntervalModel)
+		return ok
+	}
+	return false
 }
 
 func (s *Server) swap(e *entry, l *loaded) {
@@ -475,7 +493,7 @@ func (s *Server) ModelMetadata(_ context.Context, model, version string) (oip.Mo
 	if err != nil {
 		return oip.ModelMetadata{}, err
 	}
-	return metadata(e.name, l.version, l.meta), nil // a fresh copy the caller may keep
+	return metadata(e.name, l.version, l.model), nil // a fresh copy the caller may keep
 }
 
 // Discover lists the model directories under root: root itself when it

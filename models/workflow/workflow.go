@@ -57,6 +57,7 @@ type TrainConfig struct {
 	Ridge ridge.Config
 	// NoGeneric skips the generic model.
 	NoGeneric bool
+
 	// Registry writes the models; nil means artifact.Default().
 	Registry *artifact.Registry
 	// Workers bounds the models fitted at once; 0 means GOMAXPROCS.
@@ -192,7 +193,7 @@ func trainOne[T Table](ctx context.Context, tables map[forecast.Zone]T, all []fo
 		return Result{}, err
 	}
 	dir := ModelDir(out, signal, zone)
-	if err := reg.Save(dir, m); err != nil {
+	if err := reg.Save(dir, m.Serving()); err != nil {
 		return Result{}, err
 	}
 	return Result{

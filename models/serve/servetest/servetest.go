@@ -37,13 +37,33 @@ func Series(days int, seed int) forecast.Series {
 	return forecast.Series{Start: T0, Values: v}
 }
 
-// Ridge fits a tiny ridge model for zone ("" = generic) named name on
-// Series(30, seed).
+// Ridge fits a tiny point-forecast ridge model (no interval) for zone ("" =
+// generic) named name on Series(30, seed).
 func Ridge(tb testing.TB, name string, zone forecast.Zone, seed int) models.Model {
 	tb.Helper()
+	c := tiny()
+	c.Folds, c.LambdaGrid, c.Interval = 0, nil, 0
+	return fit(tb, name, zone, seed, c)
+}
+
+// RidgeInterval is Ridge with an 80 % prediction interval calibrated by
+// 3-fold cross-validation: a models.IntervalModel.
+func RidgeInterval(tb testing.TB, name string, zone forecast.Zone, seed int) models.Model {
+	tb.Helper()
+	c := tiny()
+	c.Folds, c.LambdaGrid, c.Interval = 3, nil, 0.8
+	return fit(tb, name, zone, seed, c)
+}
+
+func tiny() ridge.Config {
 	c := ridge.DefaultConfig()
 	c.Lookback, c.Horizon, c.NormWindow, c.Origins = Lookback, Horizon, 24, 1
 	c.Lags = []int{1, 2, 3, 6, 12, 24, 48}
+	return c
+}
+
+func fit(tb testing.TB, name string, zone forecast.Zone, seed int, c ridge.Config) models.Model {
+	tb.Helper()
 	in := zone
 	if in == "" {
 		in = "DE"
@@ -53,12 +73,13 @@ func Ridge(tb testing.TB, name string, zone forecast.Zone, seed int) models.Mode
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return m
+	return m.Serving()
 }
 
 // Production fits a ridge model of the production shape
-// (ridge.DefaultConfig: L = 168, H = 96, 24 issue-hour weight sets) on
-// Series(60, seed), for benchmarks. It takes about a second.
+// (ridge.DefaultConfig: L = 168, H = 96, 24 issue-hour weight sets,
+// cross-validated λ and an 80 % interval) on Series(60, seed), for
+// benchmarks: a models.IntervalModel. It takes about a second.
 func Production(tb testing.TB, name string, zone forecast.Zone, seed int) models.Model {
 	tb.Helper()
 	m, err := ridge.Fit(context.Background(), ridge.Spec{Name: name, Zone: zone, Signal: forecast.SignalLifecycle,
@@ -66,7 +87,7 @@ func Production(tb testing.TB, name string, zone forecast.Zone, seed int) models
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return m
+	return m.Serving()
 }
 
 // Save writes m to dir as an MLflow model directory (atomically replacing
@@ -120,4 +141,25 @@ func Want(tb testing.TB, m models.Model, history []float32, starts []int64) []fl
 		}
 	}
 	return out
+}
+
+// WantInterval returns what interval model m answers for the rows of
+// Input: forecast, lower and upper as float32 values, like Want.
+func WantInterval(tb testing.TB, m models.IntervalModel, history []float32, starts []int64) (fc, lower, upper []float32) {
+	tb.Helper()
+	meta := m.Meta()
+	h := make([]float64, meta.Lookback)
+	o, lo, hi := make([]float64, meta.Horizon), make([]float64, meta.Horizon), make([]float64, meta.Horizon)
+	for i, u := range starts {
+		for j := range h {
+			h[j] = float64(history[i*meta.Lookback+j])
+		}
+		if err := m.PredictInterval(h, time.Unix(u, 0).UTC(), o, lo, hi); err != nil {
+			tb.Fatal(err)
+		}
+		for k := range o {
+			fc, lower, upper = append(fc, float32(o[k])), append(lower, float32(lo[k])), append(upper, float32(hi[k]))
+		}
+	}
+	return fc, lower, upper
 }
