@@ -15,7 +15,8 @@ import (
 // BenchmarkThroughput is the "carbonserve batch throughput" goal:
 // forecasts per second of a production-shaped ridge model (L = 168,
 // H = 96) at B = 1 and B = 64, through the Backend directly and over gRPC
-// and REST on loopback, with GOMAXPROCS concurrent callers.
+// and REST on loopback, with GOMAXPROCS concurrent callers, asking for the
+// forecast only and for every output (forecast, lower, upper).
 func BenchmarkThroughput(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "DE")
 	servetest.Save(b, dir, servetest.Production(b, "carbon-forecaster-DE", "DE", 0))
@@ -49,28 +50,33 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	for _, tg := range targets {
 		for _, bs := range []int{1, 64} {
-			b.Run(tg.name+"/B="+strconv.Itoa(bs), func(b *testing.B) {
-				h, st := servetest.InputL(bs, 168)
-				req := &oip.InferenceRequest{Inputs: []oip.Tensor{
-					{Name: oip.InputHistory, Datatype: oip.FP32, Shape: []int64{int64(bs), 168}, FP32: h},
-					{Name: oip.InputStart, Datatype: oip.INT64, Shape: []int64{int64(bs), 1}, INT64: st},
-				}}
-				b.ReportAllocs()
-				t0 := time.Now()
-				b.RunParallel(func(pb *testing.PB) {
-					var sink *oip.InferenceResponse
-					for pb.Next() {
-						resp, err := tg.infer(context.Background(), req)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						sink = resp
+			for _, outs := range []string{"forecast", "interval"} {
+				b.Run(tg.name+"/B="+strconv.Itoa(bs)+"/"+outs, func(b *testing.B) {
+					h, st := servetest.InputL(bs, 168)
+					req := &oip.InferenceRequest{Inputs: []oip.Tensor{
+						{Name: oip.InputHistory, Datatype: oip.FP32, Shape: []int64{int64(bs), 168}, FP32: h},
+						{Name: oip.InputStart, Datatype: oip.INT64, Shape: []int64{int64(bs), 1}, INT64: st},
+					}}
+					if outs == "forecast" {
+						req.Outputs = []oip.RequestedOutput{{Name: oip.OutputForecast}}
 					}
-					_ = sink
+					b.ReportAllocs()
+					t0 := time.Now()
+					b.RunParallel(func(pb *testing.PB) {
+						var sink *oip.InferenceResponse
+						for pb.Next() {
+							resp, err := tg.infer(context.Background(), req)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							sink = resp
+						}
+						_ = sink
+					})
+					b.ReportMetric(float64(b.N*bs)/time.Since(t0).Seconds(), "forecasts/s")
 				})
-				b.ReportMetric(float64(b.N*bs)/time.Since(t0).Seconds(), "forecasts/s")
-			})
+			}
 		}
 	}
 }
