@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -72,3 +73,32 @@ func CompleteHistory(zone forecast.Zone, signal forecast.Signal, s forecast.Seri
 func onHour(t time.Time) bool { return !t.IsZero() && t.Equal(t.Truncate(forecast.Hour)) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// SeriesReader reads zone's signal over [from, to) as an hourly series
+// (NaN where nothing is stored) and says how many hours were found.
+type SeriesReader func(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, int, error)
+
+// KnownFunc reports whether anything of zone's signal is stored.
+type KnownFunc func(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (bool, error)
+
+// LastFrom implements forecast.History's Last for a database store: the n
+// hours before end (floored to the hour), oldest first; ENOTFOUND when
+// nothing of zone's signal is stored, EUNAVAILABLE naming the first
+// missing hour. known is asked only when no hour of the window is found.
+func LastFrom(ctx context.Context, read SeriesReader, known KnownFunc, zone forecast.Zone, signal forecast.Signal, end time.Time, n int) ([]float64, error) {
+	end = forecast.HourFloor(end)
+	series, found, err := read(ctx, zone, signal, end.Add(-time.Duration(n)*forecast.Hour), end)
+	if err != nil {
+		return nil, err
+	}
+	if found == 0 {
+		ok, err := known(ctx, zone, signal)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, forecast.Errorf(forecast.ENOTFOUND, "store: no observations of zone %s signal %s", zone, signal)
+		}
+	}
+	return CompleteHistory(zone, signal, series)
+}

@@ -119,21 +119,7 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 // signal is stored; EUNAVAILABLE naming the first missing hour; EINVALID
 // for n < 0.
 func (s *Store) Last(ctx context.Context, zone forecast.Zone, signal forecast.Signal, end time.Time, n int) ([]float64, error) {
-	end = forecast.HourFloor(end)
-	series, found, err := s.observed(ctx, zone, signal, end.Add(-time.Duration(n)*forecast.Hour), end)
-	if err != nil {
-		return nil, err
-	}
-	if found == 0 {
-		known, err := s.known(ctx, zone, signal)
-		if err != nil {
-			return nil, err
-		}
-		if !known {
-			return nil, forecast.Errorf(forecast.ENOTFOUND, "store: no observations of zone %s signal %s", zone, signal)
-		}
-	}
-	return store.CompleteHistory(zone, signal, series)
+	return store.LastFrom(ctx, s.observed, s.known, zone, signal, end, n)
 }
 
 // known reports whether any observation of zone's signal is stored.
