@@ -51,8 +51,13 @@ admission:
   namespaceSelector: {matchLabels: {carbongate.io/admission: enabled}}
 autoscaling: {enabled: true}
 serviceMonitor: {enabled: true, labels: {release: prometheus}}
-backfill: {enabled: true, args: [--zones=DE]}
+store: {enabled: true, uriSecret: {name: carbongate-store}, migrate: true}
+ingest:
+  electricityMaps: {zones: [DE, SE], tokenSecret: {name: electricitymaps}}
+backfill: {enabled: true, zones: [DE], args: [--batch=32]}
 gateway:
+  clock: system
+  maxConns: 2048
   extraEnv: [{name: GOMAXPROCS, value: "2"}]
 `,
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 2, "Deployment": 2, "PodDisruptionBudget": 2,
@@ -124,6 +129,57 @@ serviceAccount: {name: gateway}
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Role": 1, "RoleBinding": 1},
 	},
 	{
+		name: "production mode: store and both ingest sources", release: "carbongate", ns: "carbon",
+		values: `
+gateway: {clock: system, maxConns: 8192}
+store: {enabled: true, uriSecret: {name: pg-store, key: url}}
+ingest:
+  electricityMaps:
+    zones: [DE, se, US-CAL-CISO]
+    signals: [lifecycle, direct]
+    tokenSecret: {name: electricitymaps, key: api-token}
+    url: http://electricitymaps-mock.carbon.svc:8080
+  wattTime:
+    regions: {US-CAL-CISO: CAISO_NORTH, US-NY-NYIS: NYISO}
+    credentialsSecret: {name: watttime, usernameKey: user, passwordKey: pass}
+    url: https://watttime-proxy.example.com
+  interval: 5m
+  backfill: 72h
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
+		name: "production mode: WattTime only, store migrated", release: "carbongate", ns: "carbon",
+		values: `
+store: {enabled: true, uriSecret: {name: crate-store}, migrate: true}
+ingest: {wattTime: {regions: {US-CAL-CISO: CAISO_NORTH}, credentialsSecret: {name: watttime}}}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
+		name: "backfill CronJob", release: "cg", ns: "batch",
+		values: `
+gateway: {clock: system}
+store: {enabled: true, uriSecret: {name: pg-store}}
+registry: {enabled: true, uriSecret: {name: pg-registry}, artifactsDestination: s3://carbongate-models/mlartifacts}
+s3: {enabled: true, endpoint: http://seaweedfs-s3.storage.svc:8333, credentialsSecret: {name: s3-keys}}
+backfill:
+  enabled: true
+  schedule: "0 3 * * *"
+  timeZone: Europe/Berlin
+  zones: [DE, SE, US-CAL-CISO]
+  from: now-48h
+  to: now-24h
+  every: 6h
+  horizon: 72h
+  model: models:/carbon-forecaster-{zone}@challenger
+  signal: direct
+  workers: 4
+  args: [--batch=16, --call-timeout=1m]
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1, "CronJob": 1},
+	},
+	{
 		name: "KServe models, Knative", release: "carbongate", ns: "carbon",
 		values: `
 kserve:
@@ -152,6 +208,12 @@ type rejectCase struct {
 	name, values, want string
 }
 
+// storeBase enables the store; backfillBase the store and the registry.
+const (
+	storeBase    = "store: {enabled: true, uriSecret: {name: store}}\n"
+	backfillBase = storeBase + "registry: {enabled: true, uriSecret: {name: registry}}\n"
+)
+
 var rejectCases = []rejectCase{
 	{"misspelled key", "gateway: {replica: 3}", "replica"},
 	{"unknown admission mode", "admission: {mode: kyverno}", "/admission/mode"},
@@ -168,6 +230,38 @@ var rejectCases = []rejectCase{
 	{"reserved zone", "kserve: {models: {enabled: true, zones: [generic]}}", "reserved"},
 	{"bad storage URI", "kserve: {models: {enabled: true, storageUri: http://x}}", "storageUri"},
 	{"env entry with both value and valueFrom", "gateway: {extraEnv: [{name: X, value: v, valueFrom: {secretKeyRef: {name: s, key: k}}}]}", "extraEnv"},
-	{"backfill without the registry", "backfill: {enabled: true}", "backfill.enabled needs registry.enabled"},
+	{"backfill without the store", "backfill: {enabled: true, zones: [DE]}", "backfill.enabled needs store.enabled"},
+	{"backfill without the registry", "store: {enabled: true, uriSecret: {name: s}}\nbackfill: {enabled: true, zones: [DE]}",
+		"backfill.enabled needs registry.enabled"},
+	{"backfill without zones", backfillBase + "backfill: {enabled: true}", "backfill.enabled needs backfill.zones"},
+	{"backfill store URL in args", backfillBase + "backfill: {enabled: true, zones: [DE], args: [--store=postgres://u:p@db/x]}",
+		"backfill.args: --store is set from its Secret"},
+	{"backfill registry URI in args", backfillBase + "backfill: {enabled: true, zones: [DE], args: [-registry, postgres://db/x]}",
+		"backfill.args: --registry is set from its Secret"},
+	{"backfill from not a carbonctl time", backfillBase + "backfill: {enabled: true, zones: [DE], from: yesterday}", "/backfill/from"},
+	{"backfill every not whole hours", backfillBase + "backfill: {enabled: true, zones: [DE], every: 90m}", "/backfill/every"},
+	{"backfill zero workers", backfillBase + "backfill: {enabled: true, zones: [DE], workers: 0}", "/backfill/workers"},
+	{"store without its Secret", "store: {enabled: true}", "store.uriSecret.name"},
+	{"Electricity Maps ingest without the store", "ingest: {electricityMaps: {zones: [DE], tokenSecret: {name: t}}}",
+		"ingest.electricityMaps.zones and ingest.wattTime.regions need store.enabled"},
+	{"WattTime ingest without the store", "ingest: {wattTime: {regions: {DE: x}, credentialsSecret: {name: w}}}",
+		"ingest.electricityMaps.zones and ingest.wattTime.regions need store.enabled"},
+	{"Electricity Maps zones without a token", storeBase + "ingest: {electricityMaps: {zones: [DE]}}",
+		"ingest.electricityMaps.tokenSecret.name"},
+	{"WattTime regions without credentials", storeBase + "ingest: {wattTime: {regions: {US-CAL-CISO: CAISO_NORTH}}}",
+		"ingest.wattTime.credentialsSecret.name"},
+	{"ingest of the marginal signal from Electricity Maps", storeBase + "ingest: {electricityMaps: {zones: [DE], signals: [marginal], tokenSecret: {name: t}}}",
+		"/ingest/electricityMaps/signals"},
+	{"ingest without signals", storeBase + "ingest: {electricityMaps: {zones: [DE], signals: [], tokenSecret: {name: t}}}",
+		"/ingest/electricityMaps/signals"},
+	{"WattTime region of a bad zone id", storeBase + "ingest: {wattTime: {regions: {\"US CAL\": CAISO}, credentialsSecret: {name: w}}}",
+		"invalid propertyName 'US CAL'"},
+	{"Electricity Maps zone listed twice", storeBase + "ingest: {electricityMaps: {zones: [DE, de], tokenSecret: {name: t}}}",
+		"ingest.electricityMaps.zones: zone DE is listed twice"},
+	{"WattTime zone listed twice", storeBase + "ingest: {wattTime: {regions: {US-CAL-CISO: A, us-cal-ciso: B}, credentialsSecret: {name: w}}}",
+		"ingest.wattTime.regions: zone US-CAL-CISO is listed twice"},
+	{"backfill zone listed twice", backfillBase + "backfill: {enabled: true, zones: [SE, se]}", "backfill.zones: zone SE is listed twice"},
+	{"ingest interval not a duration", storeBase + "ingest: {interval: often}", "/ingest/interval"},
+	{"negative connection limit", "gateway: {maxConns: -1}", "/gateway/maxConns"},
 	{"HPA bounds reversed", "autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}", "minReplicas"},
 }

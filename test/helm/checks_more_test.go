@@ -285,7 +285,8 @@ func checkServiceMonitors(t *testing.T, o *Objects) {
 	}
 }
 
-// checkCronJobs: a five-field schedule, the backfill command, no restarts
+// checkCronJobs: a five-field schedule, the backfill command with its
+// plan and Secret-backed environment (checkBackfillContainer), no restarts
 // in place.
 func checkCronJobs(t *testing.T, o *Objects) {
 	t.Helper()
@@ -300,7 +301,9 @@ func checkCronJobs(t *testing.T, o *Objects) {
 		}
 		if len(spec.Containers) != 1 || len(spec.Containers[0].Args) == 0 || spec.Containers[0].Args[0] != "backfill" {
 			t.Errorf("%s: does not run `carbonctl backfill`", id)
+			continue
 		}
+		checkBackfillContainer(t, id, spec.Containers[0])
 	}
 }
 

@@ -37,6 +37,8 @@ func checkRendered(t *testing.T, c chartCase, o *Objects) {
 	checkCronJobs(t, o)
 	checkConfigMaps(t, o)
 	checkKServeRefs(t, o)
+	checkProduction(t, o)
+	checkNoInlineCredentials(t, o)
 }
 
 var clusterScoped = map[string]bool{"MutatingWebhookConfiguration": true, "CustomResourceDefinition": true}
@@ -84,7 +86,14 @@ func checkMetadata(t *testing.T, c chartCase, o *Objects) {
 
 // sensitiveEnv matches environment names that carry credentials: their
 // value must come from a Secret.
-var sensitiveEnv = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|CREDENTIAL|_URI$|_DSN$|DATABASE_URL)`)
+var sensitiveEnv = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|USERNAME|ACCESS_KEY|CREDENTIAL|_URI$|_DSN$|DATABASE_URL|^CARBONGATE_STORE$|^CARBONGATE_REGISTRY$)`)
+
+// credentialFlags are the flags of carbongate and carbonctl that take a
+// credential or a URL that may hold one: when rendered, their value must be
+// a $(VAR) reference to a Secret-backed env entry.
+var credentialFlags = map[string]bool{
+	"store": true, "registry": true, "registry-token": true, "electricitymaps-token": true, "watttime-user": true,
+}
 
 // userinfoURL matches a URL carrying user information (user:password@).
 var userinfoURL = regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^/\s@]+@`)
@@ -248,6 +257,9 @@ func checkEnvAndArgs(t *testing.T, id string, ctr corev1.Container) {
 		}
 		if k, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); sensitiveEnv.MatchString(strings.ReplaceAll(k, "-", "_")) && strings.Contains(a, "=") && !envRef.MatchString(a) {
 			t.Errorf("%s: argument %q passes a credential on the command line", id, a)
+		}
+		if k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && credentialFlags[k] && (!ok || !envRef.MatchString(v) || envRef.ReplaceAllString(v, "") != "") {
+			t.Errorf("%s: argument %q: --%s must be exactly a $(VAR) reference to a Secret", id, a, k)
 		}
 		for _, m := range envRef.FindAllStringSubmatch(a, -1) {
 			if !env[m[1]] {

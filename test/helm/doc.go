@@ -8,8 +8,13 @@
 // ServiceMonitor — so that an unknown or misspelled field fails. The API
 // types' cheap validators (names, labels, selectors, the CRD validator of the
 // API server) run next, then the chart's own contracts: probes, the drain
-// timing, secrets only through secretKeyRef, resources, selectors that match,
-// and KServe objects identical to `carbonctl deploy render`'s.
+// timing, secrets only through secretKeyRef (and no URL with user
+// information anywhere in the output), resources, selectors that match,
+// KServe objects identical to `carbonctl deploy render`'s, and the backfill
+// CronJob's Secret-backed environment named as in its Indexed Job. Last,
+// carbongate and carbonctl are built from the tree: every rendered gateway
+// flag must be one carbongate declares, and the CronJob's arguments must
+// pass carbonctl backfill's own flag parsing and plan validation.
 //
 // This is the offline stand-in for kubeconform, whose JSON schemas are not
 // reachable here. The package imports github.com/kserve/kserve directly: of

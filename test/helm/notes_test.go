@@ -82,9 +82,20 @@ func TestChartNotes(t *testing.T) {
 			if strings.Contains(notes, "<no value>") || !strings.Contains(notes, "port-forward") {
 				t.Fatalf("NOTES.txt:\n%s", notes)
 			}
+			var values struct {
+				Store struct {
+					Enabled bool `json:"enabled"`
+				} `json:"store"`
+			}
+			if err := yaml.Unmarshal([]byte(c.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(notes, "Production mode:"); got != values.Store.Enabled {
+				t.Errorf("NOTES.txt mentions production mode: %v, want %v (store.enabled)\n%s", got, values.Store.Enabled, notes)
+			}
 			for kind, line := range map[string]string{
 				"MutatingWebhookConfiguration": "Admission (",
-				"CronJob":                      "PLANNED",
+				"CronJob":                      "Backfill CronJob",
 				"InferenceService":             "carbonserve models",
 				"Role":                         "KServe discovery",
 			} {

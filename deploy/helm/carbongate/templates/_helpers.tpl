@@ -70,27 +70,58 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "http://%s.%s.svc:%d" (include "carbongate.fullname" .) .Release.Namespace (int .Values.service.port) }}
 {{- end }}
 
-{{/*
-Environment shared by the gateway and the backfill job: the registry URI and token, and the
-S3 settings, every credential through secretKeyRef.
-*/}}
-{{- define "carbongate.storeEnv" -}}
+{{/* A secretKeyRef env entry; pass (dict "name" ENV "secret" NAME "key" KEY). */}}
+{{- define "carbongate.secretEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secret }}
+      key: {{ .key }}
+{{- end }}
+
+{{/* The gateway's registry environment: the URI and the write token, from Secrets. */}}
+{{- define "carbongate.registryEnv" -}}
 {{- with .Values.registry }}
 {{- if .enabled }}
-- name: CARBONGATE_REGISTRY_URI
-  valueFrom:
-    secretKeyRef:
-      name: {{ .uriSecret.name }}
-      key: {{ .uriSecret.key }}
+{{ include "carbongate.secretEnv" (dict "name" "CARBONGATE_REGISTRY_URI" "secret" .uriSecret.name "key" .uriSecret.key) }}
 {{- if .tokenSecret.name }}
-- name: CARBONGATE_REGISTRY_TOKEN
-  valueFrom:
-    secretKeyRef:
-      name: {{ .tokenSecret.name }}
-      key: {{ .tokenSecret.key }}
+{{ include "carbongate.secretEnv" (dict "name" "CARBONGATE_REGISTRY_TOKEN" "secret" .tokenSecret.name "key" .tokenSecret.key) }}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+The gateway's production-mode environment: the store URL and the ingest credentials, from
+Secrets (carbongate reads $ELECTRICITYMAPS_TOKEN, $WATTTIME_USERNAME and $WATTTIME_PASSWORD).
+*/}}
+{{- define "carbongate.productionEnv" -}}
+{{- if .Values.store.enabled }}
+{{ include "carbongate.storeSecretEnv" . }}
+{{- end }}
+{{- with .Values.ingest.electricityMaps }}
+{{- if .zones }}
+{{ include "carbongate.secretEnv" (dict "name" "ELECTRICITYMAPS_TOKEN" "secret" .tokenSecret.name "key" .tokenSecret.key) }}
+{{- end }}
+{{- end }}
+{{- with .Values.ingest.wattTime }}
+{{- if .regions }}
+{{ include "carbongate.secretEnv" (dict "name" "WATTTIME_USERNAME" "secret" .credentialsSecret.name "key" .credentialsSecret.usernameKey) }}
+{{ include "carbongate.secretEnv" (dict "name" "WATTTIME_PASSWORD" "secret" .credentialsSecret.name "key" .credentialsSecret.passwordKey) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* $CARBONGATE_STORE from store.uriSecret (the gateway's --store, carbonctl's default --store). */}}
+{{- define "carbongate.storeSecretEnv" -}}
+{{ include "carbongate.secretEnv" (dict "name" "CARBONGATE_STORE" "secret" .Values.store.uriSecret.name "key" .Values.store.uriSecret.key) }}
+{{- end }}
+
+{{/*
+The S3 environment carbongate's and carbonctl's S3 client reads (AWS_ENDPOINT_URL, AWS_REGION,
+S3_VERIFY_SSL, the keys from a Secret), shared by the gateway and the backfill.
+*/}}
+{{- define "carbongate.s3Env" -}}
 {{- with .Values.s3 }}
 {{- if .enabled }}
 {{- if .endpoint }}
@@ -105,17 +136,80 @@ S3 settings, every credential through secretKeyRef.
 - name: S3_VERIFY_SSL
   value: "0"
 {{- end }}
-- name: AWS_ACCESS_KEY_ID
-  valueFrom:
-    secretKeyRef:
-      name: {{ .credentialsSecret.name }}
-      key: {{ .credentialsSecret.accessKeyIdKey }}
-- name: AWS_SECRET_ACCESS_KEY
-  valueFrom:
-    secretKeyRef:
-      name: {{ .credentialsSecret.name }}
-      key: {{ .credentialsSecret.secretAccessKeyKey }}
+{{ include "carbongate.secretEnv" (dict "name" "AWS_ACCESS_KEY_ID" "secret" .credentialsSecret.name "key" .credentialsSecret.accessKeyIdKey) }}
+{{ include "carbongate.secretEnv" (dict "name" "AWS_SECRET_ACCESS_KEY" "secret" .credentialsSecret.name "key" .credentialsSecret.secretAccessKeyKey) }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The gateway's production-mode flags: the store, and the pollers with their settings (the
+credentials are in carbongate.productionEnv).
+*/}}
+{{- define "carbongate.storeArgs" -}}
+{{- if .Values.store.enabled }}
+# $(VAR) is expanded by the kubelet from the env below (a Secret).
+- --store=$(CARBONGATE_STORE)
+{{- if .Values.store.migrate }}
+- --store-migrate
+{{- end }}
+{{- end }}
+{{- $em := .Values.ingest.electricityMaps }}
+{{- $wt := .Values.ingest.wattTime }}
+{{- if $em.zones }}
+- {{ printf "--ingest-zones=%s" (join "," $em.zones) | quote }}
+- {{ printf "--ingest-signals=%s" (join "," $em.signals) | quote }}
+{{- with $em.url }}
+- {{ printf "--electricitymaps-url=%s" . | quote }}
+{{- end }}
+{{- end }}
+{{- if $wt.regions }}
+{{- $pairs := list }}
+{{- range $zone, $region := $wt.regions }}
+{{- $pairs = append $pairs (printf "%s=%s" $zone $region) }}
+{{- end }}
+- {{ printf "--watttime-regions=%s" (join "," $pairs) | quote }}
+{{- with $wt.url }}
+- {{ printf "--watttime-url=%s" . | quote }}
+{{- end }}
+{{- end }}
+{{- if or $em.zones $wt.regions }}
+- --ingest-interval={{ .Values.ingest.interval }}
+- --ingest-backfill={{ .Values.ingest.backfill }}
+{{- end }}
+{{- end }}
+
+{{/*
+The backfill's flags: the plan from values, then backfill.args. The store URL and the registry
+URI are not flags: carbonctl reads $CARBONGATE_STORE and $CARBONGATE_REGISTRY, like the Indexed
+Job of `carbonctl deploy render --backfill`.
+*/}}
+{{- define "carbongate.backfillArgs" -}}
+{{- $b := .Values.backfill }}
+- backfill
+- {{ printf "--zones=%s" (join "," $b.zones) | quote }}
+- {{ printf "--from=%s" $b.from | quote }}
+- {{ printf "--to=%s" $b.to | quote }}
+- --every={{ $b.every }}
+- --horizon={{ $b.horizon }}
+- {{ printf "--model=%s" $b.model | quote }}
+- --signal={{ $b.signal }}
+- --workers={{ $b.workers }}
+- --migrate={{ .Values.store.migrate }}
+{{- with .Values.registry.artifactsDestination }}
+- {{ printf "--artifacts-destination=%s" . | quote }}
+{{- end }}
+{{- with $b.args }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The backfill's environment: store, registry and S3, every credential from a Secret. */}}
+{{- define "carbongate.backfillEnv" -}}
+{{ include "carbongate.storeSecretEnv" . }}
+{{ include "carbongate.secretEnv" (dict "name" "CARBONGATE_REGISTRY" "secret" .Values.registry.uriSecret.name "key" .Values.registry.uriSecret.key) }}
+{{- with include "carbongate.s3Env" . | trim }}
+{{ . }}
 {{- end }}
 {{- end }}
 
@@ -179,8 +273,57 @@ the render with a message naming the values.
 {{- fail "kserve.models.maxReplicas is below kserve.models.minReplicas" }}
 {{- end }}
 {{- end }}
-{{- if and .Values.backfill.enabled (not .Values.registry.enabled) }}
-{{- fail "backfill.enabled needs registry.enabled: the backfill writes to the registry's database" }}
+{{- include "carbongate.validateStore" . }}
+{{- end }}
+
+{{/* Fails when a zone id is listed twice (zone ids are case-insensitive); pass (dict "field" F "zones" LIST). */}}
+{{- define "carbongate.uniqueZones" -}}
+{{- $seen := dict }}
+{{- range .zones }}
+{{- if hasKey $seen (upper .) }}
+{{- fail (printf "%s: zone %s is listed twice" $.field (upper .)) }}
+{{- end }}
+{{- $_ := set $seen (upper .) true }}
+{{- end }}
+{{- end }}
+
+{{/* The production-mode and backfill checks of carbongate.validate. */}}
+{{- define "carbongate.validateStore" -}}
+{{- $st := .Values.store }}
+{{- $em := .Values.ingest.electricityMaps }}
+{{- $wt := .Values.ingest.wattTime }}
+{{- if and $st.enabled (not $st.uriSecret.name) }}
+{{- fail "store.enabled needs store.uriSecret.name: a Secret holding the postgres:// or crate:// URL of the observed-signals store" }}
+{{- end }}
+{{- if and (or $em.zones $wt.regions) (not $st.enabled) }}
+{{- fail "ingest.electricityMaps.zones and ingest.wattTime.regions need store.enabled: the pollers write into the store" }}
+{{- end }}
+{{- if and $em.zones (not $em.tokenSecret.name) }}
+{{- fail "ingest.electricityMaps.zones needs ingest.electricityMaps.tokenSecret.name: a Secret holding the Electricity Maps API token" }}
+{{- end }}
+{{- if and $wt.regions (not $wt.credentialsSecret.name) }}
+{{- fail "ingest.wattTime.regions needs ingest.wattTime.credentialsSecret.name: a Secret holding the WattTime user name and password" }}
+{{- end }}
+{{- include "carbongate.uniqueZones" (dict "field" "ingest.electricityMaps.zones" "zones" $em.zones) }}
+{{- include "carbongate.uniqueZones" (dict "field" "ingest.wattTime.regions" "zones" (keys $wt.regions)) }}
+{{- include "carbongate.uniqueZones" (dict "field" "backfill.zones" "zones" .Values.backfill.zones) }}
+{{- $b := .Values.backfill }}
+{{- if $b.enabled }}
+{{- if not $st.enabled }}
+{{- fail "backfill.enabled needs store.enabled: the backfill reads the observed history from the store and writes its forecasts into it" }}
+{{- end }}
+{{- if not .Values.registry.enabled }}
+{{- fail "backfill.enabled needs registry.enabled: backfill.model is resolved in the registry" }}
+{{- end }}
+{{- if not $b.zones }}
+{{- fail "backfill.enabled needs backfill.zones: the zones to backfill" }}
+{{- end }}
+{{- range $b.args }}
+{{- $flag := regexReplaceAll "=.*$" (trimPrefix "-" (trimPrefix "-" .)) "" }}
+{{- if has $flag (list "store" "registry") }}
+{{- fail (printf "backfill.args: --%s is set from its Secret (%s.uriSecret), not on the command line" $flag $flag) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 
