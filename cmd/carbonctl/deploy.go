@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/carbongate/carbongate/deploy/kubejob"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/kserve"
-	"github.com/carbongate/carbongate/deploy/kubejob"
 )
 
 // runDeploy dispatches the deploy subcommands. Today: render.

@@ -55,16 +55,16 @@ const (
 
 // Config configures the embedded gateway.
 type Config struct {
-	Tables    map[forecast.Zone]*dataset.Table // observed data; required
+	Tables map[forecast.Zone]*dataset.Table // observed data; required
 	// History, when set, is where models and the baseline read observed
 	// history instead of Tables (production mode: the observed-signals
 	// store). Tables still list the zones and give climatology.
-	History forecast.History
-	Regions   *regions.Table                   // required
-	ModelsDir string                           // trained models (workflow layout); "" = none
-	Clock     clock.Clock                      // required
-	Horizon   time.Duration                    // default gateway.DefaultHorizon
-	Step      time.Duration                    // default search step; default gateway.DefaultStep
+	History   forecast.History
+	Regions   *regions.Table // required
+	ModelsDir string         // trained models (workflow layout); "" = none
+	Clock     clock.Clock    // required
+	Horizon   time.Duration  // default gateway.DefaultHorizon
+	Step      time.Duration  // default search step; default gateway.DefaultStep
 
 	ModelTimeout    time.Duration // zone and generic steps; default DefaultModelTimeout
 	BaselineTimeout time.Duration // default DefaultBaselineTimeout
