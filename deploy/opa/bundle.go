@@ -10,6 +10,8 @@
 //	latency/<provider>/data.json P95 round-trip times between regions (azure only)
 //	residency/eu/data.json       regions located in EU-27 member states, per provider
 //	regions/<provider>/data.json region -> Electricity Maps zone, generated from forecast/regions
+//	candidates/<provider>/data.json per origin region: the candidate regions by round-trip time,
+//	                             generated from regions, latency and residency (what the policy reads)
 package opabundle
 
 import (
@@ -95,6 +97,52 @@ type Region struct {
 	Year     int    `json:"year"`
 }
 
+// Candidates is candidates/<provider>/data.json: the regions, latency and
+// residency files of one provider joined per origin region, so that the
+// policy answers a review with one lookup instead of joins. It is derived
+// (go run ./deploy/opa/gen), never edited.
+type Candidates struct {
+	Provider string `json:"provider"`
+	Source   string `json:"source"`
+	// Latency is whether the provider has a latency matrix; without one
+	// only the origin itself is a candidate.
+	Latency bool `json:"latency"`
+	// Origins has one entry per region of the provider's regions file.
+	Origins map[string]Origin `json:"origins"`
+}
+
+// Origin is what the policy needs for one origin region.
+type Origin struct {
+	// Unmeasured counts the provider's regions other than the origin that
+	// have no round-trip time from it (0 without a latency matrix).
+	Unmeasured int `json:"unmeasured"`
+	// Candidates are the origin and every region of the provider with a
+	// round-trip time from it, by RTTms then Region.
+	Candidates []Candidate `json:"candidates"`
+	// Representatives holds, for each zone of Candidates, its first
+	// candidate in Candidates' order: the region that stands for the zone
+	// whenever the latency bound keeps any of the zone's regions.
+	Representatives []Representative `json:"representatives"`
+	// RepresentativesEU is Representatives among the EU candidates only.
+	RepresentativesEU []Representative `json:"representatives_eu"`
+}
+
+// Candidate is one region reachable from an origin.
+type Candidate struct {
+	Region string  `json:"region"`
+	Zone   string  `json:"zone"`   // "" when the region has no grid zone
+	RTTms  float64 `json:"rtt_ms"` // P95 round-trip time from the origin; 0 for the origin
+	EU     bool    `json:"eu"`     // listed in residency/eu
+}
+
+// Representative is the region standing for a zone, and its round-trip
+// time from the origin.
+type Representative struct {
+	Zone   string  `json:"zone"`
+	Region string  `json:"region"`
+	RTTms  float64 `json:"rtt_ms"`
+}
+
 // LoadConfig reads config/data.json.
 func LoadConfig() (Config, error) {
 	var c Config
@@ -122,6 +170,13 @@ func LoadResidency() (Residency, error) {
 func LoadRegions(provider string) (Regions, error) {
 	var r Regions
 	return r, load(path.Join("regions", provider, "data.json"), &r)
+}
+
+// LoadCandidates reads the candidate index of provider (one of
+// Providers); an unknown provider is ENOTFOUND.
+func LoadCandidates(provider string) (Candidates, error) {
+	var c Candidates
+	return c, load(path.Join("candidates", provider, "data.json"), &c)
 }
 
 func load(name string, v any) error {

@@ -1,6 +1,7 @@
 package opabundle_test
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -117,6 +118,44 @@ func TestResidencyMatchesRegionTable(t *testing.T) {
 		case ok && listed != country:
 			t.Errorf("%s %s is listed in %s, its zone %s is in %s", r.Provider, r.Region, listed, r.Zone, country)
 		}
+	}
+}
+
+// TestLoadCandidates checks the shape of the derived index (its content is
+// checked by deploy/opa/gen): one origin per region, each listing itself
+// first at 0 ms, then the rest by round-trip time and name.
+func TestLoadCandidates(t *testing.T) {
+	t.Parallel()
+	for _, p := range opabundle.Providers() {
+		c, err := opabundle.LoadCandidates(p)
+		if err != nil {
+			t.Fatalf("LoadCandidates(%s): %v", p, err)
+		}
+		rs, err := opabundle.LoadRegions(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, hasLatency, err := opabundle.LoadLatency(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Provider != p || c.Latency != hasLatency || len(c.Origins) != len(rs.Regions) {
+			t.Errorf("%s: provider %q, latency %v, %d origins; want %d origins, latency %v", p, c.Provider, c.Latency, len(c.Origins), len(rs.Regions), hasLatency)
+		}
+		for name, o := range c.Origins {
+			if _, ok := rs.Regions[name]; !ok || len(o.Candidates) == 0 || o.Candidates[0].Region != name || o.Candidates[0].RTTms != 0 {
+				t.Errorf("%s origin %s: not a region, or not its own first candidate", p, name)
+				continue
+			}
+			if !slices.IsSortedFunc(o.Candidates, func(a, b opabundle.Candidate) int {
+				return cmp.Or(cmp.Compare(a.RTTms, b.RTTms), cmp.Compare(a.Region, b.Region))
+			}) {
+				t.Errorf("%s origin %s: candidates not sorted by rtt_ms, region", p, name)
+			}
+		}
+	}
+	if _, err := opabundle.LoadCandidates("nimbus"); err == nil {
+		t.Error("LoadCandidates(nimbus) succeeded")
 	}
 }
 

@@ -111,9 +111,14 @@ type opaConfig struct {
 }
 
 // opaGOGC is the Go GC target of the test OPA server: an evaluation
-// allocates a few hundred KiB, so the default (100) spends a large share of
+// allocates about 100 KiB, so the default (100) spends a large share of
 // the CPU collecting at 2,000 reviews/s; 400 trades some memory for it.
 const opaGOGC = "400"
+
+// opaStoreFlag makes OPA keep the bundle's data as Rego values: a decision
+// then reads its origin's candidates without converting them from JSON
+// first (about a tenth fewer allocations per review).
+const opaStoreFlag = "--optimize-store-for-read-speed"
 
 // startOPA runs `opa run --server` with the bundle, the policy's settings in
 // its environment and main as the default decision (POST /), as the Helm
@@ -127,7 +132,7 @@ func startOPA(tb testing.TB, opa, bundle string, c opaConfig) string {
 			port := services.FreePort(tb)
 			url = fmt.Sprintf("http://127.0.0.1:%d", port)
 			return []string{"run", "--server", "--addr", fmt.Sprintf("127.0.0.1:%d", port),
-				"--disable-telemetry", "--log-level", "error",
+				"--disable-telemetry", "--log-level", "error", opaStoreFlag,
 				"--set", "default_decision=/carbongate/admission/main", "--bundle", bundle}
 		},
 		Env: []string{

@@ -203,24 +203,42 @@ test_representative_lowest_rtt if {
 	reps == {"US-MIDA-PJM": "eastus", "US-MIDW-MISO": "northcentralus"}
 }
 
+# eastus2_ties is the index entry gen derives for origin eastus2 from the
+# matrix {"eastus2": {"eastus": 7, "centralus": 7, "northcentralus": 7}}
+# (TestCandidates in deploy/opa/gen checks that derivation): equal times
+# are ordered by name, so centralus represents US-MIDW-MISO.
+eastus2_ties := {
+	"unmeasured": 23,
+	"candidates": [
+		{"region": "eastus2", "zone": "US-MIDA-PJM", "rtt_ms": 0, "eu": false},
+		{"region": "centralus", "zone": "US-MIDW-MISO", "rtt_ms": 7, "eu": false},
+		{"region": "eastus", "zone": "US-MIDA-PJM", "rtt_ms": 7, "eu": false},
+		{"region": "northcentralus", "zone": "US-MIDW-MISO", "rtt_ms": 7, "eu": false},
+	],
+	"representatives": [
+		{"zone": "US-MIDA-PJM", "region": "eastus2", "rtt_ms": 0},
+		{"zone": "US-MIDW-MISO", "region": "centralus", "rtt_ms": 7},
+	],
+	"representatives_eu": [],
+}
+
 test_representative_ties_by_name if {
-	rtt := {"eastus2": {"eastus": 7, "centralus": 7, "northcentralus": 7}}
 	reps := admission.representative with input as create({"duration": "PT3H", "maxLatencyMs": 7, "originRegion": "eastus2"})
-		with data.carbongate.latency.azure.rtt as rtt with opa.runtime as no_env
+		with data.carbongate.candidates.azure.origins.eastus2 as eastus2_ties with opa.runtime as no_env
 	reps == {"US-MIDA-PJM": "eastus2", "US-MIDW-MISO": "centralus"}
+	reps6 := admission.representative with input as create({"duration": "PT3H", "maxLatencyMs": 6, "originRegion": "eastus2"})
+		with data.carbongate.candidates.azure.origins.eastus2 as eastus2_ties with opa.runtime as no_env
+	reps6 == {"US-MIDA-PJM": "eastus2"}
 }
 
 test_latency_is_directional if {
-	rtt := {"eastus": {"eastus2": 50}, "eastus2": {"eastus": 5}}
-	zones := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 10, "originRegion": "eastus"})
-		with data.carbongate.latency.azure.rtt as rtt with opa.runtime as no_env
-	reps := admission.representative with input as create({"duration": "PT3H", "maxLatencyMs": 10, "originRegion": "eastus"})
-		with data.carbongate.latency.azure.rtt as rtt with opa.runtime as no_env
-	zones == ["US-MIDA-PJM"]
-	reps["US-MIDA-PJM"] == "eastus"
-	reps2 := admission.representative with input as create({"duration": "PT3H", "maxLatencyMs": 10, "originRegion": "eastus2"})
-		with data.carbongate.latency.azure.rtt as rtt with opa.runtime as no_env
-	reps2["US-MIDA-PJM"] == "eastus2"
+	# australiaeast -> australiasoutheast is 16 ms, the way back 17 ms.
+	zones := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 16, "originRegion": "australiaeast"}) with opa.runtime as no_env
+	zones == ["AU-NSW", "AU-VIC"]
+	back := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 16, "originRegion": "australiasoutheast"}) with opa.runtime as no_env
+	back == ["AU-VIC"]
+	back17 := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 17, "originRegion": "australiasoutheast"}) with opa.runtime as no_env
+	back17 == ["AU-NSW", "AU-VIC"]
 }
 
 test_provider_without_latency_only_origin if {
@@ -247,9 +265,17 @@ test_no_zone_one_region if {
 	denied(r, 403, "1 region without a grid zone")
 }
 
+# solo_index is the index gen derives for a provider whose only region,
+# solo, has no zone and which has no latency data (TestCandidates).
+solo_index := {"provider": "oracle", "latency": false, "origins": {"solo": {
+	"unmeasured": 0,
+	"candidates": [{"region": "solo", "zone": "", "rtt_ms": 0, "eu": false}],
+	"representatives": [],
+	"representatives_eu": [],
+}}}
+
 test_single_region_provider_needs_no_remark if {
-	regions := {"solo": {"zone": "", "location": "x", "year": 2024}}
-	r := decide(create({"provider": "oracle", "duration": "PT3H", "maxLatencyMs": 10, "originRegion": "solo"})) with data.carbongate.regions.oracle.regions as regions
+	r := decide(create({"provider": "oracle", "duration": "PT3H", "maxLatencyMs": 10, "originRegion": "solo"})) with data.carbongate.candidates.oracle as solo_index
 	r.status.message == "no eligible region: 1 region without a grid zone"
 }
 
@@ -403,6 +429,18 @@ test_duration_values if {
 	admission.duration_ns("PT0,5S") == 500000000
 	admission.duration_ns("P2D") == 172800000000000
 	admission.duration_ns("90m") == 5400000000000
+}
+
+# duration_positive, what validation uses, agrees with duration_ns's sign:
+# defined for the same strings, true exactly when the length is above 0.
+test_duration_positive_is_the_sign_of_the_length if {
+	durations := array.concat(good_durations, [
+		"PT0H", "P0D", "PT0.0S", "P0W0DT0H0M0,000000000S", "PT0.000000001S", "P0DT.1S", "0s", "0", "-3h", "+0h", "-0.5m",
+		"P", "PT", "P1Y", "P1DT", "3 h", "h", "", "PT-1H",
+	])
+	every d in durations {
+		[p | p := admission.duration_positive(d)] == [p | l := admission.duration_ns(d); p := l > 0]
+	}
 }
 
 test_good_quantities_and_deadlines if {

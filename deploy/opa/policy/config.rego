@@ -8,9 +8,11 @@ package carbongate.admission
 #	CARBONGATE_FAIL_OPEN      "true": admit unscheduled when carbongate is unavailable (fail_open)
 #	CARBONGATE_CACHE_SECONDS  how long an identical /v1/schedule answer is reused; 0: never (cache_seconds)
 #
-# An empty or malformed variable leaves the bundle's value.
+# An empty or malformed variable leaves the bundle's value. The decision
+# reads the settings one by one (setting_*), so that a review evaluates only
+# those it uses; config gathers them.
 config := {
-	"carbongate_url": setting("CARBONGATE_URL", data.carbongate.config.carbongate_url),
+	"carbongate_url": setting_url,
 	"timeout": setting_timeout,
 	"fail_open": setting_fail_open,
 	"cache_seconds": setting_cache_seconds,
@@ -23,6 +25,8 @@ env := opa.runtime().env
 setting(name, fallback) := env[name] if {
 	env[name] != ""
 } else := fallback
+
+setting_url := setting("CARBONGATE_URL", data.carbongate.config.carbongate_url)
 
 setting_timeout := env.CARBONGATE_TIMEOUT if {
 	regex.match(`^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h)(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))*$`, env.CARBONGATE_TIMEOUT)

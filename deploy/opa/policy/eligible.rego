@@ -15,83 +15,68 @@ max_latency := spec.maxLatencyMs
 
 residency_eu if spec.residency == "EU"
 
-# provider_regions maps each region of the provider in the region table to
-# {zone, location, year}.
-provider_regions := object.get(data.carbongate.regions, [provider, "regions"], {})
+# The steps below read data.carbongate.candidates.<provider>, the index
+# `go run ./deploy/opa/gen` derives from the regions, latency and residency
+# files: per origin region, its candidates sorted by round-trip time then
+# name, and the first candidate of each zone. A decision reads only its
+# origin's entry, always through a full reference (binding a larger part of
+# data to a variable would copy it into every evaluation).
 
+# origin_index is the origin's entry: {unmeasured, candidates,
+# representatives, representatives_eu}; undefined for an unknown origin.
+# Only the counts of step 6 read it whole.
+origin_index := data.carbongate.candidates[provider].origins[origin]
+
+# Step 2: candidates: every region of the provider is an origin of the
+# index.
 origin_error := sprintf("spec.originRegion: provider %s has no regions in the region table", [provider]) if {
-	count(provider_regions) == 0
+	not data.carbongate.candidates[provider].origins[origin]
+	count(object.get(data.carbongate.candidates, [provider, "origins"], {})) == 0
 }
 
 origin_error := concat("", [sprintf("spec.originRegion: %q is not a region of %s", [origin, provider]), case_hint]) if {
-	count(provider_regions) > 0
-	not provider_regions[origin]
+	not data.carbongate.candidates[provider].origins[origin]
+	count(object.get(data.carbongate.candidates, [provider, "origins"], {})) > 0
 }
 
 default case_hint := ""
 
 case_hint := sprintf(" (region names are case-sensitive: did you mean %q?)", [hints[0]]) if {
-	hints := [r | some r, _ in provider_regions; lower(r) == lower(origin)]
+	hints := [r | some r, _ in data.carbongate.candidates[provider].origins; lower(r) == lower(origin)]
 	count(hints) > 0
 }
 
-# latency_matrix is rtt[src][dst] (ms, P95, directional) of the provider.
-latency_matrix := data.carbongate.latency[provider].rtt
+has_latency if data.carbongate.candidates[provider].latency
 
-has_latency if is_object(latency_matrix)
+# Steps 3 to 5: within max_latency of the origin (the origin itself: 0,
+# and max_latency is at least 0; without latency data, only the origin
+# qualifies), in the EU if asked, with a grid zone; each zone is
+# represented by its region with the lowest round-trip time from the
+# origin, then the lowest name. The index lists that region first for each
+# zone, and a zone is within the bound exactly when that region is.
+representatives := data.carbongate.candidates[provider].origins[origin].representatives_eu if {
+	residency_eu
+} else := data.carbongate.candidates[provider].origins[origin].representatives
 
-# rtt_from_origin is the round-trip time from the origin to each region
-# that has one; the origin itself is 0. It is built from the origin's row of
-# the matrix in one pass (a complete rule: evaluated once per decision).
-rtt_from_origin := object.union(
-	{r: t | some r, t in latency_matrix[origin]; provider_regions[r]},
-	{origin: 0 | provider_regions[origin]},
-)
+# representative maps each eligible zone to the region that stands for it.
+representative := {c.zone: c.region | some c in representatives; c.rtt_ms <= max_latency}
 
-# rtt(r) is rtt_from_origin[r] without building all of rtt_from_origin.
-rtt(r) := 0 if {
-	r == origin
-} else := latency_matrix[origin][r]
+eligible_zones := sort(object.keys(representative))
 
-# Step 3: within max_latency of the origin (the origin itself: 0, and
-# max_latency is at least 0); without latency data, only the origin
-# qualifies. One pass over the origin's row of the matrix.
-latency_kept := {r | some r, t in latency_matrix[origin]; t <= max_latency; provider_regions[r]} | origin_kept if {
-	has_latency
-} else := origin_kept
+# The counts of step 6 (evaluated only when no zone is eligible).
+latency_kept := [c | some c in origin_index.candidates; c.rtt_ms <= max_latency]
 
-origin_kept := {origin | provider_regions[origin]}
+beyond := count(origin_index.candidates) - count(latency_kept)
 
-beyond := count({r | some r, t in rtt_from_origin; t > max_latency})
+unmeasured := origin_index.unmeasured
 
-unmeasured := count({r | has_latency; some r, _ in provider_regions; not rtt_from_origin[r]})
-
-# Step 4: residency.
-residency_kept := {r | some r in latency_kept; data.carbongate.residency.eu.regions[provider][r]} if {
+residency_kept := [c | some c in latency_kept; c.eu] if {
 	residency_eu
 } else := latency_kept
 
 outside_eu := count(latency_kept) - count(residency_kept)
 
-# Step 5: a grid zone, and one representative region per zone: the lowest
-# round-trip time from the origin, then the lowest name. zone_candidates
-# holds [zone, rtt, region] of each region with a zone.
-zone_candidates := sort([[z, rtt(r), r] | some r in residency_kept; z := provider_regions[r].zone; z != ""])
-
-no_zone := count(residency_kept) - count(zone_candidates)
-
-eligible_zones := sort({c[0] | some c in zone_candidates})
-
-# representative maps each eligible zone to the first of its candidates in
-# zone_candidates' order (zone, rtt, name): one pass.
-representative := {c[0]: c[2] |
-	some i, c in zone_candidates
-	first_of_zone(i, c[0])
-}
-
-first_of_zone(0, _)
-
-first_of_zone(i, z) if zone_candidates[i - 1][0] != z
+no_zone := count([c | some c in residency_kept; c.zone == ""])
 
 # Step 6: why no region is eligible, e.g. "no eligible region: 12 regions
 # beyond 40 ms of westeurope, 3 outside the EU, 1 without a grid zone" (the
@@ -106,7 +91,7 @@ default no_latency_remark := false
 
 no_latency_remark if {
 	not has_latency
-	count(provider_regions) > 1
+	count(data.carbongate.candidates[provider].origins) > 1
 }
 
 reasons := [r |

@@ -3,12 +3,13 @@ package carbongate.admission
 # The object under review and the one it replaces (UPDATE).
 
 object_problem := "the object is empty" if {
+	not new_object
 	not "object" in object.keys(request)
 }
 
 object_problem := "the object is not a JSON object" if {
+	not new_object
 	"object" in object.keys(request)
-	not is_object(request.object)
 }
 
 new_object := request.object if is_object(request.object)
