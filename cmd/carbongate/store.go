@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +15,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/registry/lazy"
 )
 
 // Store configures production mode: model history is read from the
@@ -52,13 +52,13 @@ func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forec
 		return nil, nil
 	}
 	if !strings.Contains(s.URI, "://") {
-		return nil, fmt.Errorf("--store %q is not a postgres:// or crate:// URL", redactURL(s.URI))
+		return nil, fmt.Errorf("--store %s is not a postgres:// or crate:// URL", forecast.RedactURI(s.URI))
 	}
 	open := s.Open
 	if open == nil {
 		open = connect.Open
 	}
-	s.conn = &storeConn{open: func(ctx context.Context) (store.DB, error) {
+	s.conn = &storeConn{conn: lazy.NewConn("store", func(ctx context.Context) (store.DB, error) {
 		db, err := open(ctx, s.URI)
 		if err != nil || !s.Migrate {
 			return db, err
@@ -68,17 +68,12 @@ func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forec
 			return nil, err
 		}
 		return db, nil
-	}, retry: 5 * time.Second}
+	}, func(db store.DB) error { db.Close(); return nil }, 5*time.Second, m.Logger)}
 	p, err := s.Ingest.poller(s.conn, reg, clk, m.Logger)
 	if err != nil {
 		return nil, err
 	}
 	s.poller = p
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := s.conn.get(ctx); err != nil {
-		m.Logger.Warn("store unreachable at startup; forecasts fall back until it answers", "error", err)
-	}
 	return s.conn, nil
 }
 
@@ -131,16 +126,6 @@ func (s *Store) close() {
 	}
 }
 
-// redactURL drops a URL's password so that it can appear in an error.
-func redactURL(u string) string {
-	at := strings.LastIndex(u, "@")
-	scheme := strings.Index(u, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return u
-	}
-	return u[:scheme+3] + "…" + u[at:]
-}
-
 // mergeChecks joins the /readyz notes of several parts.
 func mergeChecks(parts ...func() map[string]string) func() map[string]string {
 	return func() map[string]string {
@@ -157,85 +142,24 @@ func mergeChecks(parts ...func() map[string]string) func() map[string]string {
 	}
 }
 
-// storeConn is a store.Observed that connects on first use and again, at
-// most every retry, after a failed attempt. Callers arriving while an
-// attempt runs wait for it, as long as their context allows.
+// storeConn is a store.Observed over a connection opened in the
+// background (lazy.Conn): while the database is unreachable every call
+// fails fast with EUNAVAILABLE, so forecasts fall back at once.
 type storeConn struct {
-	open  func(ctx context.Context) (store.DB, error)
-	retry time.Duration
-
-	mu      sync.Mutex
-	db      store.DB
-	attempt chan struct{} // non-nil while connecting; closed when done
-	tried   time.Time
-	lastErr error
+	conn *lazy.Conn[store.DB]
 }
 
 var _ store.Observed = (*storeConn)(nil)
 
-func (c *storeConn) get(ctx context.Context) (store.DB, error) {
-	c.mu.Lock()
-	if c.db != nil {
-		db := c.db
-		c.mu.Unlock()
-		return db, nil
-	}
-	ch := c.attempt
-	if ch == nil {
-		if !c.tried.IsZero() && time.Since(c.tried) < c.retry {
-			err := c.lastErr
-			c.mu.Unlock()
-			return nil, err
-		}
-		ch = make(chan struct{})
-		c.attempt, c.tried = ch, time.Now()
-		go c.connect(ch)
-	}
-	c.mu.Unlock()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return nil, forecast.Errorf(forecast.EUNAVAILABLE, "store: still connecting: %v", ctx.Err())
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.db == nil {
-		return nil, c.lastErr
-	}
-	return c.db, nil
-}
+func (c *storeConn) get(context.Context) (store.DB, error) { return c.conn.Get() }
 
-// connect makes one attempt, then closes ch.
-func (c *storeConn) connect(ch chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	db, err := c.open(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		c.lastErr = forecast.Errorf(forecast.EUNAVAILABLE, "store: %s", forecast.ErrorMessage(err))
-	} else {
-		c.db, c.lastErr = db, nil
-	}
-	c.attempt = nil
-	close(ch)
-}
-
-// err is the last connection error; nil once connected. It tries to
-// connect when no attempt was made in the last retry interval.
+// err is the last connection error; nil once connected.
 func (c *storeConn) err() error {
-	_, err := c.get(context.Background())
+	_, err := c.conn.Get()
 	return err
 }
 
-func (c *storeConn) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.db != nil {
-		c.db.Close()
-		c.db = nil
-	}
-}
+func (c *storeConn) close() { c.conn.Close() }
 
 func (c *storeConn) Last(ctx context.Context, zone forecast.Zone, signal forecast.Signal, end time.Time, n int) ([]float64, error) {
 	db, err := c.get(ctx)

@@ -50,7 +50,7 @@ func Parse(uri string) (Kind, string, error) {
 	case strings.HasPrefix(uri, "file:"):
 		return Embedded, strings.TrimPrefix(uri, "file:"), nil
 	case strings.Contains(uri, "://"):
-		return "", "", forecast.FieldErrorf(forecast.EINVALID, "registry", "registry URI %q: use postgres://, crate://, http(s)://, file: or a path", redact(uri))
+		return "", "", forecast.FieldErrorf(forecast.EINVALID, "registry", "registry URI %q: use postgres://, crate://, http(s)://, file: or a path", forecast.RedactURI(uri))
 	}
 	return Embedded, uri, nil
 }
@@ -100,18 +100,4 @@ func Migrate(ctx context.Context, uri string) (Kind, error) {
 		return kind, forecast.FieldErrorf(forecast.EINVALID, "registry", "migrate needs the database URI, not the server's")
 	}
 	return kind, nil
-}
-
-// redact hides a password in a URI for error messages.
-func redact(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return uri
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return uri
-	}
-	user, _, _ := strings.Cut(userinfo, ":")
-	return scheme + "://" + user + ":***@" + host
 }

@@ -38,7 +38,7 @@ func Parse(uri string) (Kind, string, error) {
 	case strings.HasPrefix(uri, "crate://"):
 		return CrateDB, "postgres://" + strings.TrimPrefix(uri, "crate://"), nil
 	}
-	return "", "", forecast.FieldErrorf(forecast.EINVALID, "store", "store URI %q: use postgres://, postgresql:// or crate://", redact(uri))
+	return "", "", forecast.FieldErrorf(forecast.EINVALID, "store", "store URI %q: use postgres://, postgresql:// or crate://", forecast.RedactURI(uri))
 }
 
 // Open opens and pings the store uri names; the caller closes it. The
@@ -54,18 +54,4 @@ func Open(ctx context.Context, uri string) (store.DB, error) {
 		return cratedb.Open(ctx, addr)
 	}
 	return postgres.Open(ctx, addr)
-}
-
-// redact hides a password in a URI for error messages.
-func redact(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return uri
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return uri
-	}
-	user, _, _ := strings.Cut(userinfo, ":")
-	return scheme + "://" + user + ":***@" + host
 }
