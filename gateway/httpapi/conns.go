@@ -20,6 +20,9 @@ import (
 // above what the in-flight limit lets do work at once.
 const ConnsPerCPU = 1024
 
+// maxRefusing bounds the refused connections being answered at once.
+const maxRefusing = 64
+
 // DefaultMaxConns is the connection limit used when 0 is asked for.
 func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
 
@@ -35,6 +38,10 @@ func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
 type ConnLimit struct {
 	max   int
 	plain bool // answer refused connections with a 503 (not over TLS)
+
+	// refusing bounds the goroutines answering refused connections; beyond
+	// it a refused connection is closed without an answer.
+	refusing chan struct{}
 
 	mu    sync.Mutex
 	open  int
@@ -52,7 +59,7 @@ func NewConnLimit(max int, plain bool) *ConnLimit {
 	if max <= 0 {
 		max = DefaultMaxConns()
 	}
-	l := &ConnLimit{max: max, idle: map[net.Conn]time.Time{}, conns: map[net.Conn]bool{},
+	l := &ConnLimit{max: max, idle: map[net.Conn]time.Time{}, conns: map[net.Conn]bool{}, refusing: make(chan struct{}, maxRefusing),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "carbongate_http_conns_refused_total",
 			Help: "Connections refused at the connection limit (every connection busy): answered 503 with Retry-After and closed.",
@@ -95,27 +102,37 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 // or refuses it when none is idle.
 func (l *ConnLimit) admit(c net.Conn) bool {
 	l.mu.Lock()
+	var evict net.Conn
 	if l.open >= l.max {
-		var oldest net.Conn
 		var since time.Time
 		for ic, t := range l.idle {
-			if oldest == nil || t.Before(since) {
-				oldest, since = ic, t
+			if evict == nil || t.Before(since) {
+				evict, since = ic, t
 			}
 		}
-		if oldest == nil {
+		if evict == nil {
 			l.mu.Unlock()
 			l.refused.Inc()
-			go l.refuse(c)
+			select {
+			case l.refusing <- struct{}{}:
+				go func() {
+					defer func() { <-l.refusing }()
+					l.refuse(c)
+				}()
+			default:
+				c.Close()
+			}
 			return false
 		}
-		l.forget(oldest)
-		l.evicted.Inc()
-		oldest.Close()
+		l.forget(evict)
 	}
 	l.open++
 	l.conns[c] = true
 	l.mu.Unlock()
+	if evict != nil {
+		l.evicted.Inc()
+		evict.Close() // outside the lock: over TLS a close writes
+	}
 	return true
 }
 
