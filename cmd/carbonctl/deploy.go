@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/carbongate/carbongate/deploy/kubejob"
 	"github.com/carbongate/carbongate/forecast"
@@ -181,7 +183,7 @@ func runDeployRenderBackfill(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("deploy render --backfill: unexpected argument %q", fs.Arg(0))
 	}
-	passed, err := backfillJobArgs(fs)
+	passed, err := backfillJobArgs(fs, time.Now())
 	if err != nil {
 		return err
 	}
@@ -219,8 +221,10 @@ var jobOnlyFlags = map[string]bool{
 
 // backfillJobArgs returns the backfill flags set on fs, in flag order, as
 // --name=value arguments for the pods. Credentials are refused: --store and
-// --registry come from the Secret.
-func backfillJobArgs(fs *flag.FlagSet) ([]string, error) {
+// --registry come from the Secret. Relative --from/--to (today-24h) are
+// resolved against now: every pod, started or retried at any time, must
+// plan the same units, or the shards would no longer cover them exactly once.
+func backfillJobArgs(fs *flag.FlagSet, now time.Time) ([]string, error) {
 	var out []string
 	var err error
 	fs.Visit(func(f *flag.Flag) {
@@ -228,6 +232,17 @@ func backfillJobArgs(fs *flag.FlagSet) ([]string, error) {
 		case err != nil, jobOnlyFlags[f.Name]:
 		case f.Name == "store" || f.Name == "registry":
 			err = usagef("deploy render --backfill: --%s is not rendered into the manifest: put it in the Secret (keys %s, %s)", f.Name, kubejob.KeyStore, kubejob.KeyRegistry)
+		case f.Name == "from" || f.Name == "to":
+			v := f.Value.String()
+			t, perr := parseWhen(v, now)
+			if perr != nil {
+				err = usagef("deploy render --backfill: --%s: %v", f.Name, perr)
+				return
+			}
+			if strings.HasPrefix(v, "now") || strings.HasPrefix(v, "today") {
+				v = t.Format(time.RFC3339)
+			}
+			out = append(out, "--"+f.Name+"="+v)
 		default:
 			out = append(out, "--"+f.Name+"="+f.Value.String())
 		}

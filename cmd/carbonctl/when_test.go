@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"slices"
 	"testing"
 	"time"
 )
@@ -26,5 +28,35 @@ func TestParseWhen(t *testing.T) {
 		if _, err := parseWhen(bad, now); err == nil {
 			t.Errorf("parseWhen(%q) succeeded", bad)
 		}
+	}
+}
+
+// The Indexed Job's pods get absolute times: relative ones are resolved
+// when the manifest is rendered.
+func TestBackfillJobArgsResolveRelativeTimes(t *testing.T) {
+	t.Parallel()
+	fs := newFlags("deploy render", io.Discard)
+	fs.String("from", "", "")
+	fs.String("to", "", "")
+	fs.String("zones", "", "")
+	if err := fs.Parse([]string{"--zones=DE", "--from=today-48h", "--to=2026-03-05"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 5, 14, 27, 0, 0, time.UTC)
+	args, err := backfillJobArgs(fs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--from=2026-03-03T00:00:00Z", "--to=2026-03-05", "--zones=DE"}
+	if !slices.Equal(args, want) {
+		t.Fatalf("args %q, want %q", args, want)
+	}
+	fs2 := newFlags("deploy render", io.Discard)
+	fs2.String("from", "", "")
+	if err := fs2.Parse([]string{"--from=today-1d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backfillJobArgs(fs2, now); err == nil || !isUsage(err) {
+		t.Fatalf("bad relative time: %v, want a usage error", err)
 	}
 }
