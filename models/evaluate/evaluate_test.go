@@ -243,7 +243,7 @@ func TestWriteJSONAndTable(t *testing.T) {
 	if len(lines[1]) != len(lines[2]) || len(lines[2]) != len(lines[3]) {
 		t.Fatalf("rows are not aligned:\n%s", tab.String())
 	}
-	if !strings.Contains(lines[2], "5.50") || !strings.Contains(lines[3], "0.500") {
+	if !strings.Contains(lines[2], "5.50") || !strings.Contains(lines[3], " 50.0 ") {
 		t.Fatalf("table rows:\n%s", tab.String())
 	}
 }

@@ -85,11 +85,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 			d1 = r.Days[0]
 		}
 		row = append(row, cell(d1.MAPE.Median, 2), cell(d1.MAPE.P90, 2), cell(d1.MAE.Mean, 1),
-			cell(r.Coverage, 3), cell(r.Width, 1))
+			cell(100*r.Coverage, 1), cell(r.Width, 1))
 		rows = append(rows, row)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "MAPE %% per lead day (mean over issued forecasts), day-1 MAPE median and p90, day-1 MAE, interval coverage and width\n")
+	fmt.Fprintf(&b, "MAPE %% per lead day (mean over issued forecasts), day-1 MAPE median and p90, day-1 MAE, interval coverage (%% of hours, as the in-process table) and width\n")
 	writeAligned(&b, rows, 4)
 	_, err := io.WriteString(w, b.String())
 	return err

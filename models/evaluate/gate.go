@@ -108,8 +108,8 @@ func checkGate(g Gate, days int) error {
 	if err := ParseMetric(g.Metric, days); err != nil {
 		return err
 	}
-	if strings.HasPrefix(g.Metric, MeasureCoverage) {
-		return forecast.FieldErrorf(forecast.EINVALID, "metric", "metric %s is not an error (lower is not better): use mape_dN or mae_dN", g.Metric)
+	if strings.HasPrefix(g.Metric, MeasureCoverage) || strings.HasPrefix(g.Metric, MeasureWidth) {
+		return forecast.FieldErrorf(forecast.EINVALID, "metric", "metric %s is not an error (a narrower interval is not a better model): use mape_dN or mae_dN", g.Metric)
 	}
 	if !(g.MinImprovement >= 0 && g.MinImprovement < 1) {
 		return forecast.FieldErrorf(forecast.EINVALID, "min_improvement", "minimum improvement %v is not a fraction in [0, 1)", g.MinImprovement)
