@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"time"
@@ -97,10 +98,10 @@ type Retry struct {
 // Predict implements Predictor. After the last attempt the error of the
 // last call is returned; ctx's end stops retrying at once.
 func (r Retry) Predict(ctx context.Context, batch []Input) ([]Output, error) {
-	attempts := cmpOr(r.Attempts, 4)
-	timeout := cmpOr(r.Timeout, 30*time.Second)
-	wait := cmpOr(r.Backoff, 250*time.Millisecond)
-	maxWait := cmpOr(r.MaxBackoff, 5*time.Second)
+	attempts := cmp.Or(r.Attempts, 4)
+	timeout := cmp.Or(r.Timeout, 30*time.Second)
+	wait := cmp.Or(r.Backoff, 250*time.Millisecond)
+	maxWait := cmp.Or(r.MaxBackoff, 5*time.Second)
 	sleep := r.Sleep
 	if sleep == nil {
 		sleep = sleepCtx
@@ -142,14 +143,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // checkOutput verifies one output against the model and the plan's horizon.

@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/url"
@@ -77,7 +78,7 @@ type RegistrySource struct {
 // bad URI or a model of another zone or signal, ENOTFOUND for a model,
 // version or alias that does not exist.
 func (rs RegistrySource) Models(ctx context.Context, template string, signal forecast.Signal, zones []forecast.Zone) (map[forecast.Zone]Model, error) {
-	timeout := cmpOr(rs.Timeout, time.Minute)
+	timeout := cmp.Or(rs.Timeout, time.Minute)
 	fe := fetch.Fetcher{ArtifactsDestination: rs.ArtifactsDestination}
 	out := make(map[forecast.Zone]Model, len(zones))
 	for _, z := range zones {
@@ -161,7 +162,7 @@ func FromEndpoints(ctx context.Context, endpoint, template string, zones []forec
 		}
 		c, ok := byURL[u]
 		if !ok {
-			cl, err := DialEndpoint(u, cmpOr(r.Timeout, 30*time.Second))
+			cl, err := DialEndpoint(u, cmp.Or(r.Timeout, 30*time.Second))
 			if err != nil {
 				return fail(err)
 			}

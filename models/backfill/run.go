@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -163,7 +164,7 @@ func (cfg *Config) prepare(ctx context.Context, pending []store.Unit, skipped ma
 	if len(pending) == 0 {
 		return nil, nil
 	}
-	size := cmpOr(cfg.Batch, MaxBatch)
+	size := cmp.Or(cfg.Batch, MaxBatch)
 	zones, groups := byZone(pending)
 	var out []batch
 	seen := false
@@ -209,7 +210,7 @@ func (cfg *Config) execute(ctx context.Context, batches []batch, res *Result, lo
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	jobs := make(chan batch)
-	results := make(chan written, cmpOr(cfg.Workers, 2))
+	results := make(chan written, cmp.Or(cfg.Workers, 2))
 	var mu sync.Mutex
 	var callErr error
 	fail := func(b batch, err error) {
@@ -222,7 +223,7 @@ func (cfg *Config) execute(ctx context.Context, batches []batch, res *Result, lo
 		}
 	}
 	var wg sync.WaitGroup
-	for range cmpOr(cfg.Workers, 2) {
+	for range cmp.Or(cfg.Workers, 2) {
 		wg.Go(func() {
 			for b := range jobs {
 				w, err := cfg.call(wctx, b, log)
@@ -310,8 +311,8 @@ func (cfg *Config) call(ctx context.Context, b batch, log *slog.Logger) (written
 // after its retries stops the workers; what is still gathered then is not
 // written (its units stay pending for a rerun).
 func (cfg *Config) writeAll(ctx context.Context, results <-chan written, res *Result, stop func()) error {
-	limit := cmpOr(cfg.WriteUnits, 512)
-	tick := time.NewTicker(cmpOr(cfg.FlushEvery, 2*time.Second))
+	limit := cmp.Or(cfg.WriteUnits, 512)
+	tick := time.NewTicker(cmp.Or(cfg.FlushEvery, 2*time.Second))
 	defer tick.Stop()
 	var units []store.Unit
 	var rows []store.ForecastRow
