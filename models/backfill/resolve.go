@@ -81,8 +81,20 @@ func (rs RegistrySource) Models(ctx context.Context, template string, signal for
 	timeout := cmp.Or(rs.Timeout, time.Minute)
 	fe := fetch.Fetcher{ArtifactsDestination: rs.ArtifactsDestination}
 	out := make(map[forecast.Zone]Model, len(zones))
+	type load struct {
+		m  models.Model
+		bm Model
+	}
+	loaded := map[string]load{} // by expanded URI: a template without {zone} is fetched once
 	for _, z := range zones {
 		uri := Expand(template, z)
+		if l, ok := loaded[uri]; ok {
+			if err := fits(l.m, z, signal); err != nil {
+				return nil, err
+			}
+			out[z] = l.bm
+			continue
+		}
 		ref, err := registry.ParseModelURI(uri)
 		if err != nil {
 			return nil, modelErr(err, "%s", forecast.ErrorMessage(err))
@@ -118,7 +130,7 @@ func (rs RegistrySource) Models(ctx context.Context, template string, signal for
 		}
 		bm := InProcessModel(m, strconv.FormatInt(v.Version, 10))
 		bm.Name = ref.Name
-		out[z] = bm
+		out[z], loaded[uri] = bm, load{m, bm}
 	}
 	return out, nil
 }
