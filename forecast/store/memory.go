@@ -133,6 +133,9 @@ func (m *Memory) UpsertObserved(ctx context.Context, zone forecast.Zone, signal 
 	if err := ValidateObservations(zone, signal, obs); err != nil {
 		return err
 	}
+	if len(obs) == 0 {
+		return nil // nothing stored: the series stays unknown, as in the database stores
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := seriesKey{zone, signal}
