@@ -54,13 +54,22 @@ func (f *Forecaster) Forecast(ctx context.Context, req forecast.Request) (foreca
 		return forecast.Forecast{}, err
 	}
 	out := make([]float64, f.meta.Horizon)
-	if err := f.model.Predict(hist, start, out); err != nil {
+	var lower, upper []float64
+	if im, ok := f.model.(IntervalModel); ok {
+		lower, upper = make([]float64, f.meta.Horizon), make([]float64, f.meta.Horizon)
+		if err := im.PredictInterval(hist, start, out, lower, upper); err != nil {
+			return forecast.Forecast{}, err
+		}
+		lower, upper = lower[:req.Horizon:req.Horizon], upper[:req.Horizon:req.Horizon]
+	} else if err := f.model.Predict(hist, start, out); err != nil {
 		return forecast.Forecast{}, err
 	}
 	return forecast.Forecast{
 		Zone:   req.Zone,
 		Signal: req.Signal,
 		Series: forecast.Series{Start: start, Values: out[:req.Horizon:req.Horizon]},
+		Lower:  lower,
+		Upper:  upper,
 		Provenance: forecast.Provenance{
 			Model: f.meta.Name, Version: f.version, Source: f.source, IssuedAt: start,
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/baseline"
+	"github.com/carbongate/carbongate/models/serve/servetest"
 )
 
 // sliceHistory serves one hourly series for every zone and signal.
@@ -91,5 +92,31 @@ func TestPredictBatch(t *testing.T) {
 	}
 	if err := models.PredictBatch(m, []float64{1, 2, 3}, []time.Time{t0, t0}, out); forecast.ErrorCode(err) != forecast.EINVALID {
 		t.Fatalf("ragged batch: err=%v, want EINVALID", err)
+	}
+}
+
+// An interval model's forecasts carry its prediction interval, cut to the
+// horizon asked for; a point model's carry none.
+func TestForecasterInterval(t *testing.T) {
+	t.Parallel()
+	hist := sliceHistory{servetest.Series(30, 1)}
+	start := servetest.T0.Add(20 * 24 * time.Hour)
+	req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: start, Horizon: servetest.Horizon - 2}
+	f := models.NewForecaster(servetest.RidgeInterval(t, "carbon-forecaster-DE", "DE", 1), hist, "1", forecast.SourceZone)
+	fc, err := f.Forecast(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.Lower) != req.Horizon || len(fc.Upper) != req.Horizon || len(fc.Series.Values) != req.Horizon {
+		t.Fatalf("lengths %d %d %d, want %d", len(fc.Lower), len(fc.Upper), len(fc.Series.Values), req.Horizon)
+	}
+	for i := range fc.Lower {
+		if !(fc.Lower[i] <= fc.Series.Values[i] && fc.Series.Values[i] <= fc.Upper[i]) {
+			t.Fatalf("hour %d: %v not in [%v, %v]", i, fc.Series.Values[i], fc.Lower[i], fc.Upper[i])
+		}
+	}
+	p := models.NewForecaster(servetest.Ridge(t, "carbon-forecaster-DE", "DE", 1), hist, "1", forecast.SourceZone)
+	if fc, err := p.Forecast(context.Background(), req); err != nil || fc.Lower != nil || fc.Upper != nil {
+		t.Fatalf("point model: %v, lower %v upper %v; want no interval", err, fc.Lower, fc.Upper)
 	}
 }
