@@ -14,11 +14,14 @@ import (
 // ConnsPerCPU sets the default connection limit: DefaultMaxConns is
 // ConnsPerCPU × GOMAXPROCS open connections.
 //
-// Why 1024: each open connection holds a goroutine and its buffers (about
-// 10-40 KiB while a request is read or answered), so the limit bounds the
-// memory that many clients can make the gateway hold, while it stays far
-// above what the in-flight limit lets do work at once.
-const ConnsPerCPU = 1024
+// Why 4096: each open connection holds a goroutine and its buffers (about
+// 10-40 KiB while a request is read or answered), so the limit bounds what
+// many clients can make the gateway hold (a few hundred MiB per CPU at
+// most) without ever refusing the connections of a normal deployment,
+// where a load balancer or OPA pools them. A lower limit bounds memory
+// tighter but costs goodput under overload: refused connections are
+// reopened by their clients (BenchmarkOverload measures both).
+const ConnsPerCPU = 4096
 
 // maxRefusing bounds the refused connections being answered at once.
 const maxRefusing = 64

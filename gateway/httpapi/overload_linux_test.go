@@ -41,7 +41,8 @@ func BenchmarkOverload(b *testing.B) {
 			args []string // more gateway flags
 		}{
 			{"limits=default", nil},
-			{"limits=off", []string{"--max-inflight", "1000000", "--max-backlog", "-1"}},
+			{"limits=default,max-conns=1024", []string{"--max-conns", "1024"}},
+			{"limits=off", []string{"--max-inflight", "1000000", "--max-backlog", "-1", "--max-conns", "1000000"}},
 		} {
 			name := fmt.Sprintf("rate=%d/%s", rate, bc.name)
 			b.Run(name, func(b *testing.B) {
