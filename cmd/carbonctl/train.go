@@ -10,6 +10,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	"github.com/carbongate/carbongate/models/ridge"
 	"github.com/carbongate/carbongate/models/workflow"
 )
 
@@ -22,6 +23,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "", "models `dir` to write: <signal>/<ZONE>/ and <signal>/generic/")
 	zones := fs.String("zones", "", "comma-separated zone ids (default: every zone of the data)")
 	signal := fs.String("signal", "both", "signal to train: direct, lifecycle or both")
+	def := ridge.DefaultConfig()
+	interval := fs.Float64("interval", def.Interval, "nominal coverage of the ridge models' prediction interval, in (0, 1); 0: point forecasts only")
+	folds := fs.Int("folds", def.Folds, "blocked cross-validation folds inside the training data (λ per lead day, interval calibration); 0: the default λ, no interval")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,13 +51,17 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sigs = []forecast.Signal{s}
 	}
+	rc, err := ridgeConfig(def, *interval, *folds)
+	if err != nil {
+		return err
+	}
 	tables, err := loadData(*data, stderr)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	res, err := workflow.Train(ctx, tables, *out, workflow.TrainConfig{
-		Until: cut, Zones: zs, Signals: sigs,
+		Until: cut, Zones: zs, Signals: sigs, Ridge: rc,
 		Progress: func(r workflow.Result) {
 			zone := string(r.Zone)
 			if zone == "" {
@@ -67,6 +75,25 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "%d models in %s (data before %s) in %.1fs\n", len(res), *out, cut.Format(time.RFC3339), time.Since(t0).Seconds())
 	return nil
+}
+
+// ridgeConfig applies --interval and --folds to the default configuration.
+func ridgeConfig(c ridge.Config, interval float64, folds int) (ridge.Config, error) {
+	c.Interval, c.Folds = interval, folds
+	if folds == 0 {
+		c.LambdaGrid = nil
+		if interval != 0 {
+			return c, usagef("train: --interval needs --folds ≥ 2 (the interval is calibrated on out-of-fold residuals); use --interval 0 for point forecasts")
+		}
+	}
+	if err := c.Validate(); err != nil {
+		flag := "--folds"
+		if strings.Contains(forecast.ErrorMessage(err), "interval") {
+			flag = "--interval"
+		}
+		return c, usagef("train: %s: %s", flag, forecast.ErrorMessage(err))
+	}
+	return c, nil
 }
 
 // loadData loads a data directory, or the embedded data for "bundled", and

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/models"
+	"github.com/carbongate/carbongate/models/artifact"
 )
 
 // writeData writes days of hourly synthetic data per zone as <zone>.csv.
@@ -105,6 +108,9 @@ func TestTrainEvaluateUsage(t *testing.T) {
 		{"train bad until", []string{"train", "--data", data, "--until", "soon", "--out", t.TempDir()}, 2},
 		{"train bad signal", []string{"train", "--data", data, "--until", "2020-01-05", "--out", t.TempDir(), "--signal", "marginal"}, 2},
 		{"train bad zone", []string{"train", "--data", data, "--until", "2020-01-05", "--out", t.TempDir(), "--zones", "D E"}, 2},
+		{"train interval without folds", []string{"train", "--data", data, "--until", "2020-01-05", "--out", t.TempDir(), "--folds", "0"}, 2},
+		{"train interval out of range", []string{"train", "--data", data, "--until", "2020-01-05", "--out", t.TempDir(), "--interval", "1.5"}, 2},
+		{"train one fold", []string{"train", "--data", data, "--until", "2020-01-05", "--out", t.TempDir(), "--folds", "1"}, 2},
 		{"train unknown zone", []string{"train", "--data", data, "--until", "2020-01-05", "--out", t.TempDir(), "--zones", "SE"}, 1},
 		{"evaluate without signal", []string{"evaluate", "--data", data, "--models", t.TempDir(), "--from", "2020-01-08", "--to", "2020-01-09"}, 2},
 		{"evaluate bad format", []string{"evaluate", "--data", data, "--models", t.TempDir(), "--from", "2020-01-08", "--to", "2020-01-09", "--signal", "direct", "--format", "xml"}, 2},
@@ -118,5 +124,32 @@ func TestTrainEvaluateUsage(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, stderr)
 			}
 		})
+	}
+}
+
+// --interval and --folds reach the models: by default they carry an 80 %
+// interval; with --interval 0 --folds 0 they are point models.
+func TestTrainIntervalFlags(t *testing.T) {
+	t.Parallel()
+	data := writeData(t, 40, "DE")
+	for _, tc := range []struct {
+		args     []string
+		interval bool
+	}{
+		{nil, true},
+		{[]string{"--interval", "0", "--folds", "0"}, false},
+	} {
+		out := filepath.Join(t.TempDir(), "models")
+		args := append([]string{"train", "--data", data, "--until", "2020-01-31", "--out", out, "--signal", "direct", "--zones", "DE"}, tc.args...)
+		if code, _, stderr := run(args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		m, err := artifact.Load(filepath.Join(out, "direct", "DE"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.(models.IntervalModel); ok != tc.interval {
+			t.Fatalf("%v: interval model %v, want %v", tc.args, ok, tc.interval)
+		}
 	}
 }
