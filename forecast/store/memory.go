@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -176,22 +175,17 @@ func (m *Memory) Observed(ctx context.Context, zone forecast.Zone, signal foreca
 	if err := ctx.Err(); err != nil {
 		return forecast.Series{}, err
 	}
-	from, to = forecast.HourFloor(from), forecast.HourFloor(to)
-	n := int(to.Sub(from) / forecast.Hour)
-	if n < 0 {
-		return forecast.Series{}, forecast.FieldErrorf(forecast.EINVALID, "to", "to %s is before from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+	out, err := MissingSeries(from, to)
+	if err != nil {
+		return out, err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s := m.observed[seriesKey{zone, signal}]
-	out := forecast.Series{Start: from, Values: make([]float64, n)}
 	for i := range out.Values {
-		o, ok := s[from.Add(time.Duration(i)*forecast.Hour).Unix()]
-		if !ok {
-			out.Values[i] = math.NaN()
-			continue
+		if o, ok := s[out.Start.Add(time.Duration(i)*forecast.Hour).Unix()]; ok {
+			out.Values[i] = o.Value
 		}
-		out.Values[i] = o.Value
 	}
 	return out, nil
 }

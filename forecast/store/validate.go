@@ -102,3 +102,19 @@ func LastFrom(ctx context.Context, read SeriesReader, known KnownFunc, zone fore
 	}
 	return CompleteHistory(zone, signal, series)
 }
+
+// MissingSeries floors from and to to the hour and returns the hourly
+// series over [from, to) with every hour missing (NaN), for a reader to
+// fill; EINVALID (field "to") when to is before from.
+func MissingSeries(from, to time.Time) (forecast.Series, error) {
+	from, to = forecast.HourFloor(from), forecast.HourFloor(to)
+	n := int(to.Sub(from) / forecast.Hour)
+	if n < 0 {
+		return forecast.Series{}, forecast.FieldErrorf(forecast.EINVALID, "to", "to %s is before from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+	}
+	out := forecast.Series{Start: from, Values: make([]float64, n)}
+	for i := range out.Values {
+		out.Values[i] = math.NaN()
+	}
+	return out, nil
+}

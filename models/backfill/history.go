@@ -50,14 +50,14 @@ func (h TableHistory[T]) Series(_ context.Context, zone forecast.Zone, signal fo
 	return out, nil
 }
 
+// nanSeries is the hourly series over [from, to) with every hour missing;
+// empty when to is not after from.
 func nanSeries(from, to time.Time) forecast.Series {
-	from, to = forecast.HourFloor(from), forecast.HourFloor(to)
-	n := max(int(to.Sub(from)/forecast.Hour), 0)
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
+	out, err := store.MissingSeries(from, to)
+	if err != nil {
+		return forecast.Series{Start: forecast.HourFloor(from)}
 	}
-	return forecast.Series{Start: from, Values: v}
+	return out
 }
 
 // window returns the lookback hours strictly before t from s, and false when

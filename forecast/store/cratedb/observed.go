@@ -2,7 +2,6 @@ package cratedb
 
 import (
 	"context"
-	"math"
 	"slices"
 	"time"
 
@@ -76,18 +75,11 @@ func (s *Store) Observed(ctx context.Context, zone forecast.Zone, signal forecas
 }
 
 func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, int, error) {
-	from, to = forecast.HourFloor(from), forecast.HourFloor(to)
-	n := int(to.Sub(from) / forecast.Hour)
-	if n < 0 {
-		return forecast.Series{}, 0, forecast.FieldErrorf(forecast.EINVALID, "to", "to %s is before from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+	out, err := store.MissingSeries(from, to)
+	if err != nil || out.Len() == 0 {
+		return out, 0, err
 	}
-	out := forecast.Series{Start: from, Values: make([]float64, n)}
-	for i := range out.Values {
-		out.Values[i] = math.NaN()
-	}
-	if n == 0 {
-		return out, 0, nil
-	}
+	from, to = out.Start, out.End()
 	ctx, cancel := withTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.db.Query(ctx, `SELECT "time", "value" FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2 AND "time" >= $3 AND "time" < $4`,
@@ -103,7 +95,7 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 		if err := rows.Scan(&at, &v); err != nil {
 			return forecast.Series{}, 0, classify(ctx, "read observed", err)
 		}
-		if i := int(at.Sub(from) / forecast.Hour); i >= 0 && i < n {
+		if i, ok := out.Index(at); ok {
 			out.Values[i] = v
 			found++
 		}
