@@ -118,6 +118,32 @@ func count(tb testing.TB, url string) counts {
 	return n
 }
 
+// waitSessionsGone waits until no other session is connected to url's
+// database. A client killed right after sending COMMIT leaves its server
+// session to finish that commit; counting before it has ended can miss
+// the last batch.
+func waitSessionsGone(tb testing.TB, url string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for {
+		var n int
+		err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+		if err != nil {
+			tb.Fatalf("sessions of the killed run still open after 30s (%d): %v", n, err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // countMaybe is count without failing: ok false while the tables are
 // absent or the server is down.
 func countMaybe(url string) (counts, bool) {
@@ -184,6 +210,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wait(t, time.Minute)
+	waitSessionsGone(t, url)
 	killed := count(t, url)
 	t.Logf("killed after %d of %d units", killed.units, units)
 	if killed.units >= units {
