@@ -3,6 +3,7 @@ package forecast
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Error codes shared by every package of carbongate. Each transport maps them
@@ -84,4 +85,18 @@ func ErrorField(err error) string {
 		return e.Field
 	}
 	return ""
+}
+
+// Clip shortens s to at most n bytes (cut at a character boundary, "…"
+// appended) for quoting a client's input in an error message: a message
+// names what was wrong, it does not echo a megabyte back.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

@@ -13,11 +13,11 @@ type Zone string
 func ParseZone(s string) (Zone, error) {
 	u := strings.ToUpper(strings.TrimSpace(s))
 	if u == "" || len(u) > 64 {
-		return "", Errorf(EINVALID, "zone id %q must be 1 to 64 characters", s)
+		return "", Errorf(EINVALID, "zone id %q must be 1 to 64 characters", Clip(s, 64))
 	}
 	for _, r := range u {
 		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
-			return "", Errorf(EINVALID, "zone id %q may hold only letters, digits and '-'", s)
+			return "", Errorf(EINVALID, "zone id %q may hold only letters, digits and '-'", Clip(s, 64))
 		}
 	}
 	return Zone(u), nil

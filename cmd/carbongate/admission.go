@@ -226,6 +226,7 @@ func (a *Admission) mount(m *Main, next func(*echo.Echo)) (func(*echo.Echo), err
 	}
 	m.Logger.Info("admission webhook enabled", "path", admission.Path, "fail_open", a.FailOpen,
 		"timeout", a.Timeout.String(), "client_ca", a.ClientCA != "", "tls", a.tls != nil)
+	m.routes = append(m.routes, w.Route())
 	return func(e *echo.Echo) {
 		if next != nil {
 			next(e)

@@ -114,6 +114,7 @@ type Main struct {
 	ln        net.Listener
 	srv       *http.Server
 	api       *httpapi.Server
+	routes    []httpapi.Route // of the mounted APIs
 	gw        *embedded.Gateway
 	warm      context.CancelFunc
 	wg        sync.WaitGroup
@@ -166,7 +167,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.BreakerCooldown, "breaker-cooldown", m.BreakerCooldown, "how long an open breaker fails fast before it lets one probe through")
 	fs.IntVar(&m.MaxInFlight, "max-inflight", cmp.Or(m.MaxInFlight, httpapi.DefaultMaxInFlight()), "API requests served at once, 64 × GOMAXPROCS by default (probes and metrics not counted); beyond it a request gets 503 with Retry-After at once")
 	fs.IntVar(&m.MaxBacklog, "max-backlog", cmp.Or(m.MaxBacklog, httpapi.DefaultMaxBacklog()), "shed API requests with 503 and Retry-After while this many goroutines wait for a CPU (a CPU overload queues requests there, before any handler runs); negative: off")
-	fs.IntVar(&m.MaxConns, "max-conns", cmp.Or(m.MaxConns, httpapi.DefaultMaxConns()), "open connections at most, 4096 × GOMAXPROCS by default; at the limit a new connection evicts the longest-idle keep-alive one, or gets 503 with Retry-After when all are busy")
+	fs.IntVar(&m.MaxConns, "max-conns", cmp.Or(m.MaxConns, httpapi.DefaultMaxConns()), "open connections at most, 4096 × GOMAXPROCS by default; at the limit a new connection evicts the oldest one that has sent nothing, else the longest-idle keep-alive one, or gets 503 with Retry-After when all are busy")
 	fs.Float64Var(&m.ZoneCap.Share, "zone-cap-share", m.ZoneCap.Share, "zone cap: a zone holding more than this share of the decisions of the last --zone-cap-window (and at least --zone-cap-min of them) gets no more; they go to the best zone under the cap (0: off)")
 	fs.DurationVar(&m.ZoneCap.Window, "zone-cap-window", cmp.Or(m.ZoneCap.Window, guard.DefaultWindow), "sliding window of the zone cap")
 	fs.IntVar(&m.ZoneCap.MinCount, "zone-cap-min", cmp.Or(m.ZoneCap.MinCount, guard.DefaultMinCount), "decisions of the window a zone must hold before the zone cap applies to it")
@@ -218,7 +219,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.done == nil {
 		m.done = make(chan error, 1)
 	}
-	m.Logger = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: m.LogLevel}))
+	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
 	clk, err := clock.Parse(m.Clock, m.ReplayStart)
 	if err != nil {
 		return err
@@ -293,7 +294,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.api, err = httpapi.New(httpapi.Config{
 		OpenAPIExtra: m.Admission.openAPI(),
-		Mount:        mount, Checks: mergeChecks(m.Registry.checks, m.Store.checks), MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
+		Mount:        mount, Routes: m.routes, Checks: mergeChecks(m.Registry.checks, m.Store.checks), MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
 		Service: svc, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
 		Ready: func() error {
 			if !m.ready.Load() {

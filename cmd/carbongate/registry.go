@@ -12,6 +12,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/embedded"
+	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/live"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/connect"
@@ -115,6 +116,9 @@ func (r *Registry) mount(m *Main) (func(*echo.Echo), error) {
 	api, err := mlflowapi.New(mlflowapi.Config{Store: r.store, Token: r.Token, Logger: m.Logger})
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range []string{mlflowapi.PrefixAPI, mlflowapi.PrefixAjax} {
+		m.routes = append(m.routes, httpapi.Route{Prefix: p + "/", MaxBody: mlflowapi.DefaultMaxBodyBytes})
 	}
 	return api.Register, nil
 }

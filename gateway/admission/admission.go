@@ -127,10 +127,11 @@ func deny(code int32, format string, args ...any) outcome {
 // outcome is a response (denials carry status code and message), with UID
 // set to req.UID.
 func (w *Webhook) Admit(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string) *admissionv1.AdmissionResponse {
-	return w.decide(ctx, req, requestID).response(req.UID)
+	return w.decide(ctx, req, requestID, w.cfg.Scheduler).response(req.UID)
 }
 
-func (w *Webhook) decide(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string) outcome {
+// decide decides req, asking sched where and when.
+func (w *Webhook) decide(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
 	if req.Kind.Group != Group || req.Kind.Kind != Kind {
 		return allow()
 	}
@@ -158,7 +159,7 @@ func (w *Webhook) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 	if len(e.zones) == 0 {
 		return deny(403, "%s", e.emptyMessage())
 	}
-	d, err := w.schedule(ctx, e.zones, s)
+	d, err := w.schedule(ctx, sched, e.zones, s)
 	if err != nil {
 		return w.failed(err, obj)
 	}
@@ -195,7 +196,9 @@ func (w *Webhook) failed(err error, obj object) outcome {
 		}
 		why = fmt.Sprintf("carbongate answered %d: %s", status, msg)
 	}
-	w.cfg.Logger.Warn("admission: scheduling unavailable", "fail_open", w.cfg.FailOpen, "error", err.Error())
+	if !errors.As(err, new(shedError)) { // shed reviews are counted, not logged
+		w.cfg.Logger.Warn("admission: scheduling unavailable", "fail_open", w.cfg.FailOpen, "error", err.Error())
+	}
 	return w.unavailable(why, obj)
 }
 
@@ -232,7 +235,7 @@ func (o outcome) response(uid types.UID) *admissionv1.AdmissionResponse {
 		r.Result = &metav1.Status{Status: metav1.StatusFailure, Code: o.code, Reason: reasonOf(o.code), Message: o.message}
 	case o.message != "":
 		r.Result = &metav1.Status{Status: metav1.StatusSuccess, Message: o.message}
-		r.Warnings = []string{clipString(o.message, maxWarning)}
+		r.Warnings = []string{forecast.Clip(o.message, maxWarning)}
 	}
 	if len(o.patch) > 0 {
 		b, err := marshalPatch(o.patch)
@@ -255,11 +258,4 @@ func reasonOf(code int32) metav1.StatusReason {
 		return metav1.StatusReasonServiceUnavailable
 	}
 	return metav1.StatusReasonInternalError
-}
-
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

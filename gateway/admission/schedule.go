@@ -19,8 +19,8 @@ type scheduleJSON struct {
 // schedule asks the gateway where and when to run s over zones, exactly as
 // POST /v1/schedule {"zones", "duration", "deadline"} would: the request
 // goes through the HTTP API's decoder, so that parsing cannot differ. It
-// returns within the configured timeout even if the gateway does not.
-func (w *Webhook) schedule(ctx context.Context, zones []forecast.Zone, s spec) (gateway.Decision, error) {
+// returns within the configured timeout even if sched does not.
+func (w *Webhook) schedule(ctx context.Context, sched Scheduler, zones []forecast.Zone, s spec) (gateway.Decision, error) {
 	body := scheduleJSON{Zones: zones, Duration: s.Duration}
 	if s.Deadline != "" {
 		body.Deadline = &s.Deadline
@@ -41,7 +41,7 @@ func (w *Webhook) schedule(ctx context.Context, zones []forecast.Zone, s spec) (
 	}
 	done := make(chan result, 1)
 	go func() {
-		d, err := w.cfg.Scheduler.Schedule(ctx, req)
+		d, err := sched.Schedule(ctx, req)
 		done <- result{d, err}
 	}()
 	select {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"container/list"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,9 +31,10 @@ const maxRefusing = 64
 func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
 
 // ConnLimit bounds the open connections of an http.Server. A connection
-// arriving at the limit first evicts an idle keep-alive connection (the one
-// idle longest): clients that keep connections open cannot lock out new
-// ones, probes included. When every connection is busy the new one is
+// arriving at the limit first evicts a connection that has never sent a
+// byte (the oldest), else an idle keep-alive connection (the one idle
+// longest): clients that open connections and send nothing, or keep them
+// open, cannot lock out new ones, probes included. When every connection is busy the new one is
 // answered 503 with Retry-After and closed, as the in-flight limit does
 // for requests, so memory stays bounded under any load.
 //
@@ -48,8 +50,9 @@ type ConnLimit struct {
 
 	mu    sync.Mutex
 	open  int
-	idle  map[net.Conn]time.Time
-	conns map[net.Conn]bool // counted connections, until StateClosed/StateHijacked
+	fresh queue                      // accepted, no request begun yet; oldest first
+	idle  queue                      // keep-alive, between requests; longest idle first
+	conns map[net.Conn]*list.Element // counted connections (nil: active), until StateClosed/StateHijacked
 
 	refused prometheus.Counter
 	evicted prometheus.Counter
@@ -62,14 +65,14 @@ func NewConnLimit(max int, plain bool) *ConnLimit {
 	if max <= 0 {
 		max = DefaultMaxConns()
 	}
-	l := &ConnLimit{max: max, idle: map[net.Conn]time.Time{}, conns: map[net.Conn]bool{}, refusing: make(chan struct{}, maxRefusing),
+	l := &ConnLimit{max: max, conns: map[net.Conn]*list.Element{}, refusing: make(chan struct{}, maxRefusing),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "carbongate_http_conns_refused_total",
 			Help: "Connections refused at the connection limit (every connection busy): answered 503 with Retry-After and closed.",
 		}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "carbongate_http_conns_evicted_total",
-			Help: "Idle keep-alive connections closed at the connection limit to admit a new one.",
+			Help: "Connections closed at the connection limit to admit a new one: those that never sent a byte first, then idle keep-alive ones.",
 		}),
 	}
 	l.plain = plain
@@ -101,17 +104,16 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// admit counts c in, evicting the longest-idle connection at the limit,
-// or refuses it when none is idle.
+// admit counts c in, evicting at the limit the oldest connection that
+// never sent a byte or else the longest-idle one, or refuses c when every
+// connection is busy.
 func (l *ConnLimit) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var evict net.Conn
 	if l.open >= l.max {
-		var since time.Time
-		for ic, t := range l.idle {
-			if evict == nil || t.Before(since) {
-				evict, since = ic, t
-			}
+		evict = l.fresh.oldest()
+		if evict == nil {
+			evict = l.idle.oldest()
 		}
 		if evict == nil {
 			l.mu.Unlock()
@@ -130,7 +132,7 @@ func (l *ConnLimit) admit(c net.Conn) bool {
 		l.forget(evict)
 	}
 	l.open++
-	l.conns[c] = true
+	l.conns[c] = l.fresh.push(c)
 	l.mu.Unlock()
 	if evict != nil {
 		l.evicted.Inc()
@@ -141,10 +143,19 @@ func (l *ConnLimit) admit(c net.Conn) bool {
 
 // forget uncounts c; under mu.
 func (l *ConnLimit) forget(c net.Conn) {
-	if l.conns[c] {
-		delete(l.conns, c)
-		delete(l.idle, c)
-		l.open--
+	e, ok := l.conns[c]
+	if !ok {
+		return
+	}
+	l.unqueue(e)
+	delete(l.conns, c)
+	l.open--
+}
+
+// unqueue takes e out of the queue holding it; under mu.
+func (l *ConnLimit) unqueue(e *list.Element) {
+	if e != nil {
+		e.Value.(*queued).q.remove(e)
 	}
 }
 
@@ -174,20 +185,47 @@ func (l *ConnLimit) refuse(c net.Conn) {
 	}
 }
 
-// ConnState tracks idle connections; set it as the http.Server's ConnState.
+// ConnState tracks fresh and idle connections; set it as the
+// http.Server's ConnState.
 func (l *ConnLimit) ConnState(c net.Conn, s http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	e, ok := l.conns[c]
+	if !ok {
+		return
+	}
 	switch s {
 	case http.StateIdle:
-		if l.conns[c] {
-			l.idle[c] = time.Now()
-		}
+		l.unqueue(e)
+		l.conns[c] = l.idle.push(c)
 	case http.StateActive:
-		delete(l.idle, c)
+		l.unqueue(e)
+		l.conns[c] = nil
 	case http.StateClosed, http.StateHijacked:
 		l.forget(c)
 	}
+}
+
+// queue is a list of connections in the order they joined it. Each element
+// holds the connection and points back to its queue, so that forget finds
+// it in O(1).
+type queue struct{ l list.List }
+
+type queued struct {
+	conn net.Conn
+	q    *queue
+}
+
+func (q *queue) push(c net.Conn) *list.Element { return q.l.PushBack(&queued{c, q}) }
+
+func (q *queue) remove(e *list.Element) { q.l.Remove(e) }
+
+// oldest returns the connection longest in q, or nil.
+func (q *queue) oldest() net.Conn {
+	if e := q.l.Front(); e != nil {
+		return e.Value.(*queued).conn
+	}
+	return nil
 }
 
 // openConns returns the connections counted open.

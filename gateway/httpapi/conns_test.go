@@ -61,7 +61,7 @@ func waitIdle(t *testing.T, l *ConnLimit, n int) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		l.mu.Lock()
-		idle := len(l.idle)
+		idle := l.idle.l.Len()
 		l.mu.Unlock()
 		if idle == n {
 			return
@@ -96,6 +96,35 @@ func TestConnLimitEvictsIdle(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(lim.evicted); got != 1 {
 		t.Fatalf("evicted %v, want 1", got)
+	}
+}
+
+// TestConnLimitEvictsSilentFirst is the reproduction of the idle-connection
+// attack: connections that never send a byte used to fill the limit, and
+// every new client got 503 until the header timeout. Now they are the
+// first evicted, oldest first, before any keep-alive connection.
+func TestConnLimitEvictsSilentFirst(t *testing.T) {
+	t.Parallel()
+	addr, lim := connServer(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	kept, bk := dial(t, addr)
+	request(t, kept, bk, "/")
+	waitIdle(t, lim, 1)
+	silent1, b1 := dial(t, addr)
+	silent2, _ := dial(t, addr)
+	defer silent2.Close()
+	waitFor(t, func() bool { return lim.openConns() == 3 })
+	for i := range 2 { // one per silent connection
+		c, b := dial(t, addr)
+		if resp, _ := request(t, c, b, "/"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("new client %d with the limit full of silent connections: %d, want 200", i, resp.StatusCode)
+		}
+	}
+	silent1.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := b1.ReadByte(); err == nil {
+		t.Fatal("the oldest silent connection is still open")
+	}
+	if resp, _ := request(t, kept, bk, "/"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the keep-alive connection was evicted before the silent ones: %d", resp.StatusCode)
 	}
 }
 

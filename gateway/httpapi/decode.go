@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 		}
 		if body[firstNonSpace(body)] != '{' {
 			return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "request body must be a JSON object")
+		}
+		if err := exactNames(body); err != nil {
+			return gateway.Request{}, err
 		}
 	}
 
@@ -135,6 +139,44 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 		req.Origin = z
 	}
 	return req, nil
+}
+
+// Member names of a scheduling request, as the OpenAPI document spells
+// them.
+var (
+	scheduleNames = []string{"zones", "locations", "duration", "earliest_start", "deadline", "signal", "origin", "step"}
+	locationNames = []string{"provider", "region"}
+)
+
+// exactNames rejects member names that encoding/json matched to a field
+// only case-insensitively ("ZONES"): names are case-sensitive, as the
+// OpenAPI document says. body has decoded into scheduleJSON already.
+func exactNames(body []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return jsonError(err)
+	}
+	for name, v := range top {
+		if !slices.Contains(scheduleNames, name) {
+			return unknownName(name)
+		}
+		var locs []map[string]json.RawMessage
+		if name != "locations" || json.Unmarshal(v, &locs) != nil {
+			continue
+		}
+		for _, l := range locs {
+			for n := range l {
+				if !slices.Contains(locationNames, n) {
+					return unknownName(n)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func unknownName(name string) error {
+	return forecast.FieldErrorf(forecast.EINVALID, clip(name), "unknown field %q (member names are case-sensitive)", clip(name))
 }
 
 func firstNonSpace(b []byte) int {
@@ -308,10 +350,4 @@ func parseDecimal(s string) (float64, error) {
 }
 
 // clip shortens s for an error message.
-func clip(s string) string {
-	const most = 64
-	if len(s) > most {
-		return s[:most] + "…"
-	}
-	return s
-}
+func clip(s string) string { return forecast.Clip(s, 64) }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -96,7 +95,7 @@ type limiter struct {
 	noBacklog bool         // off, or the runtime does not report runnable goroutines
 
 	shed     *prometheus.CounterVec
-	shedBy   [2]prometheus.Counter // inflight, backlog
+	shedBy   [3]prometheus.Counter // inflight, backlog, bodies
 	inflight prometheus.Gauge
 }
 
@@ -112,7 +111,7 @@ func newLimiter(maxInFlight, maxBacklog int) *limiter {
 		start:      time.Now(),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_http_shed_total",
-			Help: "API requests rejected with 503 and Retry-After for overload, by reason: inflight (requests in handlers at the limit) or backlog (goroutines waiting for a CPU at the limit).",
+			Help: "API requests shed for overload (503 and Retry-After, or the route's own answer such as an AdmissionReview), by reason: inflight (requests in handlers at the limit), backlog (goroutines waiting for a CPU at the limit) or bodies (request bodies being read at the body budget).",
 		}, []string{"reason"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "carbongate_http_inflight_requests",
@@ -121,6 +120,7 @@ func newLimiter(maxInFlight, maxBacklog int) *limiter {
 	}
 	l.shedBy[0] = l.shed.WithLabelValues(shedInFlight)
 	l.shedBy[1] = l.shed.WithLabelValues(shedBacklog)
+	l.shedBy[2] = l.shed.WithLabelValues(shedBodies)
 	sample := []metrics.Sample{{Name: backlogMetric}}
 	metrics.Read(sample)
 	l.noBacklog = maxBacklog < 0 || sample[0].Value.Kind() != metrics.KindUint64
@@ -148,13 +148,23 @@ func (l *limiter) runnable() int64 {
 
 // overloaded is the error of a shed request.
 func overloaded(limit int, what string) error {
-	return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, shed: true,
-		message: "overloaded: " + strconv.Itoa(limit) + " " + what + "; retry after " + strconv.Itoa(RetryAfter) + " s"}
+	return forecast.Errorf(forecast.EUNAVAILABLE, "overloaded: %d %s; retry after %d s", limit, what, RetryAfter)
+}
+
+// saturated returns why the limiter would shed the next request, or "".
+func (l *limiter) saturated() string {
+	switch {
+	case len(l.slots) == cap(l.slots):
+		return "all " + strconv.Itoa(cap(l.slots)) + " request slots in use"
+	case !l.noBacklog && l.runnable() >= l.maxBacklog:
+		return strconv.Itoa(int(l.maxBacklog)) + " goroutines waiting for a CPU"
+	}
+	return ""
 }
 
 // limit is the middleware that applies the limiter to every route but the
 // probes and metrics. A shed request gets 503 with code unavailable and
-// Retry-After.
+// Retry-After, or its route's own answer (Route.Shed).
 func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	l := s.limiter
 	retry := strconv.Itoa(RetryAfter)
@@ -165,14 +175,14 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		if !l.noBacklog && l.runnable() >= l.maxBacklog {
 			l.shedBy[1].Inc()
 			c.Response().Header().Set("Retry-After", retry)
-			return overloaded(int(l.maxBacklog), "goroutines waiting for a CPU")
+			return s.shed(c, s.route(c.Path()), overloaded(int(l.maxBacklog), "goroutines waiting for a CPU"))
 		}
 		select {
 		case l.slots <- struct{}{}:
 		default:
 			l.shedBy[0].Inc()
 			c.Response().Header().Set("Retry-After", retry)
-			return overloaded(cap(l.slots), "requests in flight")
+			return s.shed(c, s.route(c.Path()), overloaded(cap(l.slots), "requests in flight"))
 		}
 		l.inflight.Inc()
 		defer func() {
@@ -181,4 +191,17 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		}()
 		return next(c)
 	}
+}
+
+const keyShed = "shed"
+
+// shed answers a request shed for reason: with the route's Shed when it
+// has one, else with reason. Either way the request is counted, not
+// logged.
+func (s *Server) shed(c echo.Context, rt Route, reason error) error {
+	c.Set(keyShed, true)
+	if rt.Shed == nil {
+		return reason
+	}
+	return rt.Shed(c, reason)
 }

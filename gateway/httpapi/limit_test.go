@@ -99,10 +99,16 @@ func TestInFlightLimitSheds(t *testing.T) {
 	if resp, _ := do(t, "GET", ts.URL+"/v1/zones", "", nil); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("GET /v1/zones while saturated: %d, want 503", resp.StatusCode)
 	}
-	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, p := range []string{"/healthz", "/metrics"} {
 		if resp, body := do(t, "GET", ts.URL+p, "", nil); resp.StatusCode != 200 {
 			t.Fatalf("GET %s while saturated: %d %s", p, resp.StatusCode, body)
 		}
+	}
+	// Readiness answers too, and says the server is saturated, so that a
+	// load balancer sends new work elsewhere.
+	if resp, body := do(t, "GET", ts.URL+"/readyz", "", nil); resp.StatusCode != http.StatusServiceUnavailable ||
+		!strings.Contains(string(body), "saturated: all 3 request slots in use") {
+		t.Fatalf("GET /readyz while saturated: %d %s, want 503 saying saturated", resp.StatusCode, body)
 	}
 	_, metrics := do(t, "GET", ts.URL+"/metrics", "", nil)
 	for _, want := range []string{

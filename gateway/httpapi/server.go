@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,13 @@ type Config struct {
 	// there, before their handler runs. 0: DefaultMaxBacklog; negative:
 	// off.
 	MaxBacklog int
+	// Routes sets the body limit and the shed answer of mounted routes
+	// (the scheduling API's take MaxBodyBytes and the plain 503).
+	Routes []Route
+	// BodyBudget bounds the bytes of request bodies held beyond
+	// FreeBodyBytes each, while they are read and served; a request whose
+	// body finds it spent is shed. 0: DefaultBodyBudget; negative: error.
+	BodyBudget int64
 }
 
 // Server is the HTTP API. It implements http.Handler.
@@ -93,6 +101,7 @@ type Server struct {
 	log      *slog.Logger
 	draining atomic.Bool
 	limiter  *limiter
+	budget   *budget
 	// openapiDoc is the document served at /openapi.json: the embedded
 	// one plus Config.OpenAPIExtra.
 	openapiDoc []byte
@@ -108,6 +117,7 @@ type Server struct {
 	latencyBy  labelCache[string, prometheus.Observer]
 	sourcesBy  labelCache[forecast.Source, prometheus.Counter]
 	cappedBy   labelCache[forecast.Zone, prometheus.Counter]
+	routesBy   labelCache[string, Route]
 }
 
 // routeCode labels carbongate_http_requests_total.
@@ -163,10 +173,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBacklog == 0 {
 		cfg.MaxBacklog = DefaultMaxBacklog()
 	}
+	if cfg.BodyBudget < 0 {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "body_budget", "httpapi: BodyBudget must not be negative, got %d", cfg.BodyBudget)
+	}
+	if cfg.BodyBudget == 0 {
+		cfg.BodyBudget = DefaultBodyBudget()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.MaxInFlight, cfg.MaxBacklog),
+	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.MaxInFlight, cfg.MaxBacklog), budget: newBudget(cfg.BodyBudget),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_http_requests_total", Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
@@ -187,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 	s.latencyBy.make = func(route string) prometheus.Observer { return s.latency.WithLabelValues(route) }
 	s.sourcesBy.make = func(src forecast.Source) prometheus.Counter { return s.sources.WithLabelValues(string(src)) }
 	s.cappedBy.make = func(z forecast.Zone) prometheus.Counter { return s.capped.WithLabelValues(string(z)) }
+	s.routesBy.make = s.matchRoute
 	for _, c := range []prometheus.Collector{s.requests, s.latency, s.sources, s.capped, s.limiter.shed, s.limiter.inflight} {
 		if err := cfg.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
@@ -195,7 +212,8 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.middleware, s.limit)
+	e.Pre(headAsGet)
+	e.Use(s.middleware, s.body, s.limit)
 	e.POST("/v1/schedule", s.schedule)
 	e.GET("/v1/forecast", s.forecast)
 	e.GET("/v1/zones", s.zones)
@@ -247,7 +265,31 @@ func (s *Server) HTTPServer() *http.Server {
 
 // ---- middleware, errors -------------------------------------------------
 
-const keyRequestID = "request_id"
+const (
+	keyRequestID  = "request_id"
+	keyWriteError = "write_error"
+)
+
+// headAsGet serves HEAD requests with the GET handlers, whose bodies it
+// drops: routed as GET, answered as HEAD (the method is restored before
+// net/http writes the answer, which a handler's writes never reach).
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodHead {
+			return next(c)
+		}
+		r.Method = http.MethodGet
+		defer func() { r.Method = http.MethodHead }()
+		c.Response().Writer = headWriter{c.Response().Writer}
+		return next(c)
+	}
+}
+
+// headWriter drops the body of a HEAD answer.
+type headWriter struct{ http.ResponseWriter }
+
+func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // middleware gives each request an id and a deadline, recovers panics,
 // renders errors, and records metrics and the access log.
@@ -285,12 +327,14 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		s.latencyBy.get(route).Observe(el.Seconds())
 		// Shed requests are counted, not logged: logging them would add work
 		// exactly when there is too much.
-		var he *httpError
-		if s.cfg.AccessLog && !(errors.As(err, &he) && he.shed) {
-			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
-				slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
+		if s.cfg.AccessLog && c.Get(keyShed) == nil {
+			attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
 				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", c.Response().Size),
-				slog.Float64("duration_ms", float64(el.Microseconds())/1000), slog.String("remote", req.RemoteAddr))
+				slog.Float64("duration_ms", float64(el.Microseconds())/1000), slog.String("remote", req.RemoteAddr)}
+			if werr, ok := c.Get(keyWriteError).(error); ok {
+				attrs = append(attrs, slog.String("write_error", werr.Error()))
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		}
 		return nil
 	}
@@ -316,7 +360,6 @@ func newID() string { return rand.Text() }
 type httpError struct {
 	status        int
 	code, message string
-	shed          bool // rejected by the in-flight limit
 }
 
 func (e *httpError) Error() string { return e.code + ": " + e.message }
@@ -381,11 +424,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 			body.Message = "internal error"
 		}
 	}
-	if status >= 500 {
+	if status >= 500 && c.Get(keyShed) == nil { // shed requests are counted, not logged
 		s.log.Error("request failed", "request_id", id, "status", status, "error", err.Error())
 	}
 	if err := writeJSON(c, status, errorBody{Error: body, RequestID: id}); err != nil {
-		s.log.Warn("writing error response", "request_id", id, "error", err)
+		c.Set(keyWriteError, err) // the access log says the answer was not delivered
 	}
 }
 
@@ -458,21 +501,8 @@ func (s *Server) schedule(c echo.Context) error {
 		return &httpError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
 			message: "Content-Type must be application/json"}
 	}
-	if req.ContentLength > MaxBodyBytes {
-		return tooLarge()
-	}
-	// The decoded request shares nothing with the body, so the buffer is
-	// reused.
-	buf := bufPool.Get().(*bytes.Buffer)
-	defer putBuf(buf)
-	if _, err := buf.ReadFrom(http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes)); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge()
-		}
-		return forecast.FieldErrorf(forecast.EINVALID, "body", "cannot read the request body")
-	}
-	r, err := DecodeScheduleRequest(buf.Bytes())
+	body, _ := Body(c) // read by the body middleware; none: empty
+	r, err := DecodeScheduleRequest(body)
 	if err != nil {
 		return err
 	}
@@ -502,13 +532,11 @@ func (s *Server) schedule(c echo.Context) error {
 	return writeBytes(c, http.StatusOK, b)
 }
 
-func tooLarge() error {
-	return &httpError{status: http.StatusRequestEntityTooLarge, code: "too_large",
-		message: fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes)}
-}
-
 func (s *Server) forecast(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return forecast.FieldErrorf(forecast.EINVALID, "query", "malformed query string: %s", forecast.Clip(err.Error(), 80))
+	}
 	zs := q.Get("zone")
 	if zs == "" {
 		return forecast.FieldErrorf(forecast.EINVALID, "zone", "query parameter zone is required")
@@ -562,6 +590,9 @@ func (s *Server) readyz(c echo.Context) error {
 	if s.draining.Load() {
 		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "draining"}
 	}
+	if why := s.saturated(); why != "" {
+		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "saturated: " + why}
+	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
 			return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "not ready: " + forecast.ErrorMessage(err)}
@@ -572,6 +603,13 @@ func (s *Server) readyz(c echo.Context) error {
 		body.Checks = s.cfg.Checks()
 	}
 	return writeJSON(c, http.StatusOK, body)
+}
+
+// saturated returns why the server would shed the next request, or "".
+func (s *Server) saturated() string {
+	// Not the body budget: it sheds only large bodies, and the server
+	// still serves the others.
+	return s.limiter.saturated()
 }
 
 func (s *Server) openapi(c echo.Context) error {

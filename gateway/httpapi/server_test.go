@@ -34,6 +34,12 @@ func (c fixedClock) Mode() string   { return "replay" }
 // models) on a loopback httptest server.
 func newTestServer(tb testing.TB) (*Server, *httptest.Server) {
 	tb.Helper()
+	return newTestServerWith(tb, nil)
+}
+
+// newTestServerWith is newTestServer with the Config changed by set.
+func newTestServerWith(tb testing.TB, set func(*Config)) (*Server, *httptest.Server) {
+	tb.Helper()
 	tables, err := bundled.Load()
 	if err != nil {
 		tb.Fatal(err)
@@ -48,7 +54,11 @@ func newTestServer(tb testing.TB) (*Server, *httptest.Server) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { g.Close() })
-	api, err := New(Config{Service: g.Service, Metrics: reg})
+	cfg := Config{Service: g.Service, Metrics: reg}
+	if set != nil {
+		set(&cfg)
+	}
+	api, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

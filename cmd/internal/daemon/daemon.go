@@ -61,3 +61,15 @@ func Main(name string, p Program, args []string, stderr io.Writer, logger func()
 func Exit(name string, p Program, logger func() *slog.Logger) {
 	os.Exit(Main(name, p, os.Args[1:], os.Stderr, logger))
 }
+
+// NewLogger returns the JSON logger of a binary: durations are written as
+// Go duration strings ("1.5s"), not as integer nanoseconds.
+func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}}))
+}

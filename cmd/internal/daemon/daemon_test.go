@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fake is a Program whose steps fail on request.
@@ -49,5 +50,13 @@ func TestExitCodes(t *testing.T) {
 					code, stderr.String(), logs.String(), tt.p.closed, tt.code, tt.stderr, tt.log, tt.closed)
 			}
 		})
+	}
+}
+
+func TestLoggerWritesDurations(t *testing.T) {
+	var b strings.Builder
+	NewLogger(&b, slog.LevelInfo).Info("x", "interval", 1500*time.Millisecond)
+	if !strings.Contains(b.String(), `"interval":"1.5s"`) {
+		t.Fatalf("logged %s, want the duration as 1.5s", b.String())
 	}
 }

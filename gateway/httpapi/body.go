@@ -1,0 +1,244 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/carbongate/carbongate/forecast"
+)
+
+// Route sets how the routes under a path prefix are served: how large a
+// body they take and how a request of theirs shed for overload is
+// answered. Routes not covered take MaxBodyBytes and the plain 503.
+type Route struct {
+	Prefix  string // matched against the route's path; the longest prefix wins
+	MaxBody int64  // largest request body, 413 beyond it; 0: MaxBodyBytes
+	// Shed, when set, answers a request of these routes shed for overload
+	// instead of the 503 error, e.g. the admission webhook, whose client
+	// needs an AdmissionReview. It runs without a slot, after the body has
+	// been read; reason is the overload error (code unavailable). It must
+	// be cheap: the server is overloaded.
+	Shed func(c echo.Context, reason error) error
+}
+
+// FreeBodyBytes is the part of each request body read without drawing
+// on the body budget: every request of the scheduling API, and most of the
+// others, fit in it, so well-behaved clients are never shed for the
+// bodies of others. The memory it can take is bounded by the connection
+// limit.
+const FreeBodyBytes = MaxBodyBytes
+
+// BodyBudgetPerCPU sets the default body budget: DefaultBodyBudget is
+// BodyBudgetPerCPU × GOMAXPROCS bytes.
+//
+// Why 16 MiB: bodies beyond FreeBodyBytes are AdmissionReviews of large
+// objects and registry writes with long descriptions, a few at a time;
+// 16 MiB holds five of the largest AdmissionReviews per core being read
+// at once, while bounding what clients that send large bodies and stall
+// can make the process hold.
+const BodyBudgetPerCPU = 16 << 20
+
+// DefaultBodyBudget is the body budget used when Config.BodyBudget is 0.
+func DefaultBodyBudget() int64 { return BodyBudgetPerCPU * int64(runtime.GOMAXPROCS(0)) }
+
+// shedBodies is the shed reason of a request whose body found the budget
+// spent.
+const shedBodies = "bodies"
+
+// budget counts the bytes of request bodies held beyond FreeBodyBytes
+// each; a read that would take it below zero fails at once.
+type budget struct {
+	size int64
+	free atomic.Int64
+}
+
+func newBudget(n int64) *budget {
+	b := &budget{size: n}
+	b.free.Store(n)
+	return b
+}
+
+func (b *budget) take(n int64) bool {
+	if b.free.Add(-n) >= 0 {
+		return true
+	}
+	b.free.Add(n)
+	return false
+}
+
+func (b *budget) give(n int64) { b.free.Add(n) }
+
+// errBudget is returned by readBody when the budget is spent.
+var errBudget = errors.New("body budget spent")
+
+// readBody reads r whole, at most limit bytes (length: the declared
+// Content-Length, -1 if unknown). Bytes beyond FreeBodyBytes are taken from
+// b as the buffer grows, so a client that sends slowly holds only what it
+// has sent; held is what the caller gives back once done with the body.
+// The buffer comes from slicePool; the caller puts it back.
+func readBody(r io.Reader, length, limit int64, b *budget, bp *[]byte) (body []byte, held int64, err error) {
+	buf := (*bp)[:0]
+	end := int64(cap(buf)) // bytes of buf in use, accounted for
+	for {
+		if int64(len(buf)) == end {
+			want := 2 * end
+			if length >= 0 {
+				want = min(want, length+1) // +1 sees the EOF without growing again
+			}
+			want = min(max(want, end+512), limit+1)
+			if want > FreeBodyBytes {
+				extra := want - max(FreeBodyBytes, end)
+				if !b.take(extra) {
+					return buf, held, errBudget
+				}
+				held += extra
+			}
+			buf = slices.Grow(buf, int(want)-len(buf))
+			end = want
+		}
+		n, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, held, &http.MaxBytesError{Limit: limit}
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, held, nil
+		}
+		if err != nil {
+			return buf, held, err
+		}
+	}
+}
+
+const (
+	keyBody    = "body"
+	keyPartial = "body_partial"
+)
+
+// Body returns the request body the server read before the handler ran,
+// and whether it is whole: false when there was none, and in a Route.Shed
+// called because the body budget was spent, where body is the part read.
+// Handlers may also read the request's Body, which yields the same bytes.
+// body is valid until the handler returns.
+func Body(c echo.Context) (body []byte, complete bool) {
+	b, ok := c.Get(keyBody).([]byte)
+	return b, ok && c.Get(keyPartial) == nil
+}
+
+// route returns the settings of the route at path.
+func (s *Server) route(path string) Route {
+	return s.routesBy.get(path)
+}
+
+func (s *Server) matchRoute(path string) Route {
+	best := Route{MaxBody: MaxBodyBytes}
+	n := -1
+	for _, r := range s.cfg.Routes {
+		if strings.HasPrefix(path, r.Prefix) && len(r.Prefix) > n {
+			best, n = r, len(r.Prefix)
+			if best.MaxBody == 0 {
+				best.MaxBody = MaxBodyBytes
+			}
+		}
+	}
+	return best
+}
+
+// body is the middleware that reads a request's body whole before the
+// limiter gives it a slot: a client that sends its body slowly holds a
+// connection and the bytes it has sent, never a slot others need. Bodies
+// larger than the route's MaxBody are refused with 413 before they are
+// read; bytes beyond FreeBodyBytes draw on the body budget, and a request
+// that finds it spent is shed like one over the in-flight limit. A body
+// that ends before its Content-Length gets 400, one that is still
+// arriving when the read timeout passes gets 408; both close the
+// connection.
+func (s *Server) body(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 || !hasBody(req.Method) || !limited(c.Path()) {
+			return next(c)
+		}
+		rt := s.route(c.Path())
+		if req.ContentLength > rt.MaxBody {
+			c.Response().Header().Set(echo.HeaderConnection, "close")
+			return tooLarge(rt.MaxBody)
+		}
+		bp := slicePool.Get().(*[]byte)
+		body, held, err := readBody(req.Body, req.ContentLength, rt.MaxBody, s.budget, bp)
+		defer func() {
+			s.budget.give(held)
+			if cap(body) <= 64<<10 {
+				*bp = body[:0]
+				slicePool.Put(bp)
+			}
+		}()
+		if err != nil {
+			return s.bodyError(c, rt, err, body)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		c.Set(keyBody, body)
+		return next(c)
+	}
+}
+
+// bodyError renders a failed body read.
+func (s *Server) bodyError(c echo.Context, rt Route, err error, body []byte) error {
+	got := len(body)
+	req := c.Request()
+	h := c.Response().Header()
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, errBudget):
+		c.Set(keyBody, body)
+		c.Set(keyPartial, true)
+		s.limiter.shedBy[2].Inc()
+		h.Set("Retry-After", strconv.Itoa(RetryAfter))
+		return s.shed(c, rt, overloaded(int(s.budget.size), "bytes of request bodies being read"))
+	case errors.As(err, &mbe):
+		h.Set(echo.HeaderConnection, "close")
+		return tooLarge(rt.MaxBody)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The read deadline has passed and so, by now, may the write
+		// deadline: give the answer a moment of its own.
+		_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(time.Second))
+		h.Set(echo.HeaderConnection, "close")
+		return &httpError{status: http.StatusRequestTimeout, code: "timeout",
+			message: fmt.Sprintf("the request body did not arrive in time: %d of %s bytes", got, declared(req.ContentLength))}
+	default:
+		h.Set(echo.HeaderConnection, "close")
+		return forecast.FieldErrorf(forecast.EINVALID, "body",
+			"the request body ended after %d of %s bytes", got, declared(req.ContentLength))
+	}
+}
+
+// hasBody reports whether requests of method carry a body the routes
+// read: GET and HEAD bodies are ignored, as before any body middleware.
+func hasBody(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+}
+
+func declared(n int64) string {
+	if n < 0 {
+		return "an unknown number of"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func tooLarge(max int64) error {
+	return &httpError{status: http.StatusRequestEntityTooLarge, code: "too_large",
+		message: fmt.Sprintf("request body is larger than %d bytes", max)}
+}
