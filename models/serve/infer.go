@@ -78,7 +78,7 @@ func (s *Server) infer(ctx context.Context, e *entry, version string, req *oip.I
 	if buf == nil {
 		buf = new(buffers)
 	}
-	defer s.scratch.Put(buf)
+	defer s.putScratch(buf)
 	// Predictions go into row-major matrices: flatten the parsed rows and
 	// slice the outputs into rows for the response.
 	buf.hist = grow(buf.hist, b*lb)
@@ -151,6 +151,20 @@ func wantOutputs(model string, m models.Model, req *oip.InferenceRequest) (map[s
 		want[o.Name] = true
 	}
 	return want, nil
+}
+
+// maxPooledValues bounds the float64s of one pooled scratch matrix (256
+// KiB). A request larger than that (B×L above 32,768: B > 195 at L = 168)
+// allocates its own and leaves it to the collector, so that a burst of
+// large requests does not pin their buffers in the pool, and the memory is
+// returned to the OS once they are done.
+const maxPooledValues = 32 << 10
+
+func (s *Server) putScratch(b *buffers) {
+	if max(cap(b.hist), cap(b.out), cap(b.lo), cap(b.hi)) > maxPooledValues {
+		return
+	}
+	s.scratch.Put(b)
 }
 
 func grow(s []float64, n int) []float64 {

@@ -98,7 +98,11 @@ type Server struct {
 	scratch sync.Pool // *buffers
 }
 
-var _ oip.Backend = (*Server)(nil)
+var (
+	_ oip.Backend  = (*Server)(nil)
+	_ oip.Limiter  = (*Server)(nil)
+	_ oip.Observer = (*Server)(nil)
+)
 
 // entry is one served name. cur is nil while the model is loading or when
 // its first load failed.
@@ -114,6 +118,7 @@ type loaded struct {
 	model   models.Model
 	meta    models.Meta
 	version string
+	limits  oip.Limits // of the name it serves under, at the server's MaxBatch
 }
 
 // New returns a Server with no models; add them with Add.
@@ -226,7 +231,8 @@ func (s *Server) read(dir, name string) (*loaded, error) {
 		if meta.Lookback < 1 || meta.Horizon < 1 {
 			return nil, forecast.Errorf(forecast.EINVALID, "model %s: lookback %d and horizon %d must be positive", name, meta.Lookback, meta.Horizon)
 		}
-		return &loaded{model: m, meta: meta, version: v1}, nil
+		limits := metadata(name, v1, m).Limits(s.maxBatch)
+		return &loaded{model: m, meta: meta, version: v1, limits: limits}, nil
 	}
 }
 
@@ -482,14 +488,47 @@ func (s *Server) ModelReady(_ context.Context, model, version string) (bool, err
 	return true, nil
 }
 
+// InferLimits implements oip.Limiter: the declared inputs of the served
+// version with at most MaxBatch rows. ENOTFOUND for an unknown model or
+// version, EUNAVAILABLE while the model loads (as Infer). It does not count
+// the request: the transport calls InferRejected or Infer after it.
+func (s *Server) InferLimits(_ context.Context, model, version string) (oip.Limits, error) {
+	_, l, err := s.served(model, version)
+	if err != nil {
+		return oip.Limits{}, err
+	}
+	return l.limits, nil
+}
+
+// served returns the entry of model and its loaded version: lookup, then
+// current.
+func (s *Server) served(model, version string) (*entry, *loaded, error) {
+	e, err := s.lookup(model)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := current(e, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, l, nil
+}
+
+// InferRejected implements oip.Observer: it counts in
+// carbonserve_infer_requests_total an infer request that a transport
+// answered with err without calling Infer (status: the error code; an
+// unknown model under "_unknown", as Infer does).
+func (s *Server) InferRejected(model string, err error) {
+	if _, lerr := s.lookup(model); lerr != nil {
+		model = unknownModel
+	}
+	s.met.requests.WithLabelValues(model, forecast.ErrorCode(err)).Inc()
+}
+
 // ModelMetadata implements oip.Backend. The metadata of a loading model is
 // not known yet: EUNAVAILABLE.
 func (s *Server) ModelMetadata(_ context.Context, model, version string) (oip.ModelMetadata, error) {
-	e, err := s.lookup(model)
-	if err != nil {
-		return oip.ModelMetadata{}, err
-	}
-	l, err := current(e, version)
+	e, l, err := s.served(model, version)
 	if err != nil {
 		return oip.ModelMetadata{}, err
 	}
