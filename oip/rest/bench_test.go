@@ -73,7 +73,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			var sink *oip.InferenceRequest
 			for b.Loop() {
-				r, err := decodeRequest(body, hl)
+				r, err := decodeRequest(body, hl, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

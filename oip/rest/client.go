@@ -303,7 +303,7 @@ func (c *Client) getJSON(ctx context.Context, path, what string, v any) error {
 		return statusError(r, what)
 	}
 	if err := json.Unmarshal(r.body, v); err != nil {
-		return forecast.Errorf(forecast.EINVALID, "%s: malformed response from OIP server: %s", what, jsonErrText(err))
+		return forecast.Errorf(forecast.EINVALID, "%s: %s from OIP server", what, forecast.ErrorMessage(jsonError("response", err)))
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 func FuzzDecodeRequestJSON(f *testing.F) {
 	f.Add([]byte(`{"id":"a","inputs":[{"name":"history","datatype":"FP32","shape":[1,4],"data":[[1,2,3,4]]},{"name":"start_unix","datatype":"INT64","shape":[1,1],"data":[1772366400]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := decodeRequest(body, "")
+		req, err := decodeRequest(body, "", nil)
 		if err != nil {
 			if forecast.ErrorCode(err) != forecast.EINVALID {
 				t.Fatalf("error code %q: %v", forecast.ErrorCode(err), err)
@@ -30,7 +30,7 @@ func FuzzDecodeRequestJSON(f *testing.F) {
 		if err != nil || n != -1 {
 			t.Fatalf("re-encode: %v (json length %d)", err, n)
 		}
-		again, err := decodeRequest(out, "")
+		again, err := decodeRequest(out, "", nil)
 		if err != nil {
 			t.Fatalf("decode(encode(req)): %v\n%s", err, out)
 		}
@@ -46,7 +46,7 @@ func FuzzDecodeRequestJSON(f *testing.F) {
 func FuzzDecodeRequestBinary(f *testing.F) {
 	f.Add([]byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}}]}`+"\x00\x00\x80?\x00\x00\x00@"), 91)
 	f.Fuzz(func(t *testing.T, body []byte, headerLen int) {
-		req, err := decodeRequest(body, strconv.Itoa(headerLen))
+		req, err := decodeRequest(body, strconv.Itoa(headerLen), nil)
 		if err != nil {
 			if forecast.ErrorCode(err) != forecast.EINVALID {
 				t.Fatalf("error code %q: %v", forecast.ErrorCode(err), err)
@@ -65,7 +65,7 @@ func FuzzDecodeRequestBinary(f *testing.F) {
 		if n >= 0 {
 			hl = strconv.Itoa(n)
 		}
-		again, err := decodeRequest(out, hl)
+		again, err := decodeRequest(out, hl, nil)
 		if err != nil {
 			t.Fatalf("decode(encode(req)): %v", err)
 		}

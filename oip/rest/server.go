@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -14,20 +15,32 @@ import (
 	"github.com/carbongate/carbongate/oip"
 )
 
-// DefaultMaxBodyBytes is the default limit on an infer request body.
+// DefaultMaxBodyBytes is the default ceiling on an infer request body. A
+// Backend that implements oip.Limiter gets a tighter limit per model (see
+// Handler).
 const DefaultMaxBodyBytes = 64 << 20
 
 // HandlerOption configures NewHandler.
 type HandlerOption func(*Handler)
 
 // WithMaxBodyBytes limits infer request bodies to n bytes (default
-// DefaultMaxBodyBytes); larger bodies are answered 413.
+// DefaultMaxBodyBytes); larger bodies are answered 413. With an
+// oip.Limiter Backend this is a ceiling over the per-model limit.
 func WithMaxBodyBytes(n int64) HandlerOption {
 	return func(h *Handler) {
 		if n > 0 {
 			h.maxBody = n
 		}
 	}
+}
+
+// WithGate bounds the infer requests in flight to g's slots (default: no
+// bound). A request that finds them all taken is answered at once 503 with
+// Retry-After, before its body is read. Share g with the server's other
+// transports to bound their sum. Health, readiness and metadata routes are
+// never limited: probes must answer under overload.
+func WithGate(g *oip.Gate) HandlerOption {
+	return func(h *Handler) { h.gate = g }
 }
 
 // WithLogger sets where internal errors are logged (default: discarded).
@@ -48,10 +61,26 @@ func WithLogger(l *slog.Logger) HandlerOption {
 //	POST /v2/models/{m}[/versions/{v}]/infer      JSON or binary tensor extension
 //
 // Errors are non-2xx with {"error": "..."}: EINVALID 400, ENOTFOUND 404,
-// EUNAVAILABLE 503, a body over the limit 413, a wrong method 405, anything
-// else 500 with a generic message (the cause is logged).
+// EUNAVAILABLE 503 (with Retry-After when shed for overload, see WithGate),
+// a body over the limit 413, a wrong method 405, anything else 500 with a
+// generic message (the cause is logged).
+//
+// Infer requests are bounded before their data is decoded. When the Backend
+// implements oip.Limiter, its limits for the model size the body: the
+// JSON bound (oip.Limits.MaxJSONBytes), or for the binary tensor extension
+// the exact binary bound (MaxBinaryBytes). A Content-Length above it is
+// answered 413 without reading the body; a body without one is read through
+// http.MaxBytesReader up to it. An unknown or loading model is answered
+// 404 or 503 before the body is read, and the inputs' names, datatypes and
+// shapes are checked against the limits (oip.Limits.Check) before any
+// tensor data is decoded or allocated. When the Backend implements
+// oip.Observer, every infer request answered without calling Infer is
+// reported to it.
 type Handler struct {
 	b       oip.Backend
+	limiter oip.Limiter  // nil: maxBody only
+	obs     oip.Observer // nil: not reported
+	gate    *oip.Gate    // nil: no bound
 	maxBody int64
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -68,6 +97,8 @@ func NewHandler(b oip.Backend, opts ...HandlerOption) *Handler {
 		log:     slog.New(slog.DiscardHandler),
 		mux:     http.NewServeMux(),
 	}
+	h.limiter, _ = b.(oip.Limiter)
+	h.obs, _ = b.(oip.Observer)
 	h.bufs.New = func() any { return new(bytes.Buffer) }
 	for _, o := range opts {
 		o(h)
@@ -116,6 +147,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // errTooLarge marks a body over the limit.
 var errTooLarge = errors.New("request body too large")
 
+// tooLarge is the EINVALID error of a body over limit bytes, answered 413.
+func tooLarge(limit int64, model string) error {
+	return &forecast.Error{Code: forecast.EINVALID, Err: errTooLarge,
+		Message: "request body larger than " + strconv.FormatInt(limit, 10) + " bytes, the most an infer request of model " + strconv.Quote(model) + " can take"}
+}
+
 // statusOf is the one table from error codes to HTTP statuses.
 func statusOf(err error) int {
 	if errors.Is(err, errTooLarge) {
@@ -139,8 +176,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	status := statusOf(err)
 	msg := forecast.ErrorMessage(err)
 	switch {
-	case status == http.StatusRequestEntityTooLarge:
-		msg = "request body larger than " + strconv.FormatInt(h.maxBody, 10) + " bytes"
+	case errors.Is(err, oip.ErrOverloaded):
+		w.Header().Set("Retry-After", strconv.Itoa(oip.RetryAfterSeconds))
 	case status == http.StatusServiceUnavailable && forecast.ErrorCode(err) != forecast.EUNAVAILABLE:
 		msg = "deadline exceeded"
 	case status == http.StatusInternalServerError:
@@ -225,25 +262,18 @@ func (h *Handler) modelReady(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) infer(w http.ResponseWriter, r *http.Request) error {
 	m, v := r.PathValue("model"), r.PathValue("version")
-	if r.ContentLength > h.maxBody {
-		return errTooLarge
+	if h.gate != nil {
+		if !h.gate.TryEnter() {
+			return h.rejected(m, h.gate.Overloaded())
+		}
+		defer h.gate.Leave()
 	}
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
 	buf.Reset()
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody)); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errTooLarge
-		}
-		return forecast.Errorf(forecast.EINVALID, "reading request body: %v", err)
-	}
-	req, err := decodeRequest(buf.Bytes(), r.Header.Get(HeaderInferenceLength))
+	req, err := h.readRequest(w, r, m, v, buf)
 	if err != nil {
-		return err
-	}
-	if err := req.Validate(); err != nil {
-		return err
+		return h.rejected(m, err)
 	}
 	resp, err := h.b.Infer(r.Context(), m, v, req)
 	if err != nil {
@@ -291,6 +321,93 @@ func (h *Handler) infer(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// rejected reports err, the answer to an infer request of model that did
+// not reach Infer, to the Observer, and returns it.
+func (h *Handler) rejected(model string, err error) error {
+	if h.obs != nil {
+		h.obs.InferRejected(model, err)
+	}
+	return err
+}
+
+// readRequest reads and decodes the body of an infer request of model m,
+// version v, into buf, within the model's limits (see Handler).
+func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, m, v string, buf *bytes.Buffer) (*oip.InferenceRequest, error) {
+	headerLen := r.Header.Get(HeaderInferenceLength)
+	limit := h.maxBody
+	var check func([]oip.Tensor) error
+	if h.limiter != nil {
+		lim, err := h.limiter.InferLimits(r.Context(), m, v)
+		if err != nil {
+			return nil, err
+		}
+		limit, check = min(limit, bodyLimit(lim, headerLen != "")), lim.Check
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit, m)
+	}
+	body, err := readBody(buf.AvailableBuffer(), http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	*buf = *bytes.NewBuffer(body) // keep a grown buffer for the response
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return nil, tooLarge(limit, m)
+		}
+		return nil, forecast.Errorf(forecast.EINVALID, "reading request body: %v", err)
+	}
+	req, err := decodeRequest(body, headerLen, check)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// readBody appends r, a body of size bytes (-1: unknown) and at most limit,
+// to dst. With a known size it allocates once; otherwise it doubles dst but
+// never past limit+1 (room for the byte that tells http.MaxBytesReader the
+// body is too long), where bytes.Buffer would double past the limit: a
+// chunked body at the limit costs the limit, not up to twice as much.
+func readBody(dst []byte, r io.Reader, size, limit int64) ([]byte, error) {
+	want := limit + 1
+	if size >= 0 {
+		want = min(want, size+1)
+	}
+	for {
+		if len(dst) == cap(dst) {
+			n := min(max(2*int64(cap(dst)), bytes.MinRead), want)
+			if n <= int64(cap(dst)) {
+				n = int64(cap(dst)) + bytes.MinRead // a body longer than announced
+			}
+			dst = append(make([]byte, 0, n), dst...)
+		}
+		k, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+k]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// bodyLimit is the largest body lim allows: JSON, or with the binary
+// tensor extension (a body with an Inference-Header-Content-Length) the
+// exact binary sizes. A client may send some inputs in JSON next to binary
+// ones; their JSON must then fit in the binary bound, which for FP32 at 4
+// bytes a value it rarely does: send all inputs in binary.
+func bodyLimit(lim oip.Limits, binary bool) int64 {
+	if binary {
+		return lim.MaxBinaryBytes()
+	}
+	return lim.MaxJSONBytes()
+}
+
+// maxPooledBuf caps the buffers kept for the next request: a larger one,
+// grown by a large request, is left to the collector, so that a burst of
+// large requests does not pin their memory.
 const maxPooledBuf = 1 << 20
 
 func (h *Handler) putBuf(b *bytes.Buffer) {

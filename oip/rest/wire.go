@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -452,57 +455,98 @@ func splitBody(body []byte, headerLen string) (js, tail []byte, hasTail bool, er
 	return body[:n], body[n:], true, nil
 }
 
-// decodeTensor converts a wire tensor; binary data is taken from the front
-// of *tail when the tensor says binary_data_size.
-func decodeTensor(w *wireTensor, kind string, tail *[]byte, hasTail bool) (oip.Tensor, error) {
-	t := oip.Tensor{Name: w.Name, Datatype: oip.Datatype(w.Datatype), Shape: w.Shape}
+// header is a wire tensor whose name, datatype, shape and parameters are
+// decoded and checked, its data not yet.
+type header struct {
+	t       oip.Tensor // no data
+	n       int        // elements the shape holds
+	binSize int64      // binary_data_size, when bin
+	bin     bool
+}
+
+// decodeHeader decodes everything of a wire tensor but its data. Nothing is
+// allocated from the declared shape.
+func decodeHeader(w *wireTensor, kind string) (header, error) {
+	h := header{t: oip.Tensor{Name: w.Name, Datatype: oip.Datatype(w.Datatype), Shape: w.Shape}}
+	t := &h.t
 	if t.Name == "" {
-		return t, invalidf("%s without a name", kind)
+		return h, invalidf("%s without a name", kind)
 	}
 	if !t.Datatype.Valid() {
-		return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: unsupported datatype %q", kind, t.Name, w.Datatype)
+		return h, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: unsupported datatype %q", kind, t.Name, w.Datatype)
 	}
 	if t.Shape == nil {
-		return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: no shape", kind, t.Name)
+		return h, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: no shape", kind, t.Name)
 	}
-	n, err := oip.NumElements(t.Shape)
+	var err error
+	if h.n, err = oip.NumElements(t.Shape); err != nil {
+		return h, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s", kind, t.Name, forecast.ErrorMessage(err))
+	}
+	if h.binSize, h.bin = onlyBinarySize(w.Parameters); h.bin {
+		return h, nil
+	}
+	p, err := decodeParams(w.Parameters)
 	if err != nil {
-		return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s", kind, t.Name, forecast.ErrorMessage(err))
+		return h, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s", kind, t.Name, forecast.ErrorMessage(err))
 	}
-	size, bin := onlyBinarySize(w.Parameters)
-	if !bin {
-		p, err := decodeParams(w.Parameters)
-		if err != nil {
-			return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s", kind, t.Name, forecast.ErrorMessage(err))
-		}
-		if size, bin, err = paramInt(p, ParamBinarySize); err != nil {
-			return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s", kind, t.Name, forecast.ErrorMessage(err))
-		}
-		t.Parameters = without(p, ParamBinarySize)
+	if h.binSize, h.bin, err = paramInt(p, ParamBinarySize); err != nil {
+		return h, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s", kind, t.Name, forecast.ErrorMessage(err))
 	}
+	t.Parameters = without(p, ParamBinarySize)
+	return h, nil
+}
+
+// decodeBody decodes the data of a checked header into h.t; binary data is
+// taken from the front of *tail when the tensor says binary_data_size.
+// Binary sizes are checked against the shape before anything is allocated;
+// JSON data allocates no more than its text holds.
+func (h *header) decodeBody(w *wireTensor, kind string, tail *[]byte, hasTail bool) error {
+	t := &h.t
 	hasData := len(w.Data) > 0 && string(w.Data) != "null"
 	switch {
-	case bin && hasData:
-		return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has both data and %s", kind, t.Name, ParamBinarySize)
-	case bin && !hasTail:
-		return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has %s but the body has no %s header", kind, t.Name, ParamBinarySize, HeaderInferenceLength)
-	case bin:
-		if size > int64(len(*tail)) {
-			return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s %d exceeds the %d binary bytes left", kind, t.Name, ParamBinarySize, size, len(*tail))
+	case h.bin && hasData:
+		return forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has both data and %s", kind, t.Name, ParamBinarySize)
+	case h.bin && !hasTail:
+		return forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has %s but the body has no %s header", kind, t.Name, ParamBinarySize, HeaderInferenceLength)
+	case h.bin:
+		if h.binSize > int64(len(*tail)) {
+			return forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q: %s %d exceeds the %d binary bytes left", kind, t.Name, ParamBinarySize, h.binSize, len(*tail))
 		}
-		raw := (*tail)[:size]
-		*tail = (*tail)[size:]
-		if err := decodeBinary(&t, raw, n); err != nil {
-			return t, err
-		}
+		raw := (*tail)[:h.binSize]
+		*tail = (*tail)[h.binSize:]
+		return decodeBinary(t, raw, h.n)
 	case !hasData:
-		return t, forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has no data", kind, t.Name)
-	default:
-		if err := decodeData(&t, w.Data, n); err != nil {
-			return t, err
+		return forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has no data", kind, t.Name)
+	}
+	return decodeData(t, w.Data, h.n)
+}
+
+// decodeTensors decodes wire tensors in two passes: every header first,
+// then, once check (when not nil) accepted the headers, the data.
+func decodeTensors(ws []wireTensor, kind string, tail *[]byte, hasTail bool, check func([]oip.Tensor) error) ([]oip.Tensor, error) {
+	hs := make([]header, len(ws))
+	for i := range ws {
+		var err error
+		if hs[i], err = decodeHeader(&ws[i], kind); err != nil {
+			return nil, err
 		}
 	}
-	return t, nil
+	ts := make([]oip.Tensor, len(ws))
+	for i := range hs {
+		ts[i] = hs[i].t
+	}
+	if check != nil {
+		if err := check(ts); err != nil {
+			return nil, err
+		}
+	}
+	for i := range hs {
+		if err := hs[i].decodeBody(&ws[i], kind, tail, hasTail); err != nil {
+			return nil, err
+		}
+		ts[i] = hs[i].t
+	}
+	return ts, nil
 }
 
 func decodeBinary(t *oip.Tensor, raw []byte, n int) error {
@@ -961,16 +1005,17 @@ func encodeRequest(buf []byte, req *oip.InferenceRequest, binIn func(*oip.Tensor
 }
 
 // decodeRequest parses a request body; headerLen is the value of the
-// Inference-Header-Content-Length header ("" if absent). Errors are
-// EINVALID.
-func decodeRequest(body []byte, headerLen string) (*oip.InferenceRequest, error) {
+// Inference-Header-Content-Length header ("" if absent). check, when not
+// nil, judges the inputs' names, datatypes and shapes before any tensor
+// data is decoded (see oip.Limits.Check). Errors are EINVALID.
+func decodeRequest(body []byte, headerLen string, check func([]oip.Tensor) error) (*oip.InferenceRequest, error) {
 	js, tail, hasTail, err := splitBody(body, headerLen)
 	if err != nil {
 		return nil, err
 	}
 	var w wireRequest
 	if err := json.Unmarshal(js, &w); err != nil {
-		return nil, invalidf("malformed JSON request: %s", jsonErrText(err))
+		return nil, jsonError("request", err)
 	}
 	req := &oip.InferenceRequest{ID: w.ID}
 	if req.Parameters, err = decodeParams(w.Parameters); err != nil {
@@ -979,11 +1024,8 @@ func decodeRequest(body []byte, headerLen string) (*oip.InferenceRequest, error)
 	if len(w.Inputs) == 0 {
 		return nil, invalidf("request has no inputs")
 	}
-	req.Inputs = make([]oip.Tensor, len(w.Inputs))
-	for i := range w.Inputs {
-		if req.Inputs[i], err = decodeTensor(&w.Inputs[i], "input", &tail, hasTail); err != nil {
-			return nil, err
-		}
+	if req.Inputs, err = decodeTensors(w.Inputs, "input", &tail, hasTail, check); err != nil {
+		return nil, err
 	}
 	if len(tail) != 0 {
 		return nil, invalidf("%d binary bytes after the last binary input", len(tail))
@@ -1042,17 +1084,14 @@ func decodeResponse(body []byte, headerLen string) (*oip.InferenceResponse, erro
 	}
 	var w wireResponse
 	if err := json.Unmarshal(js, &w); err != nil {
-		return nil, invalidf("malformed JSON response: %s", jsonErrText(err))
+		return nil, jsonError("response", err)
 	}
 	resp := &oip.InferenceResponse{ModelName: w.ModelName, ModelVersion: w.ModelVersion, ID: w.ID}
 	if resp.Parameters, err = decodeParams(w.Parameters); err != nil {
 		return nil, err
 	}
-	resp.Outputs = make([]oip.Tensor, len(w.Outputs))
-	for i := range w.Outputs {
-		if resp.Outputs[i], err = decodeTensor(&w.Outputs[i], "output", &tail, hasTail); err != nil {
-			return nil, err
-		}
+	if resp.Outputs, err = decodeTensors(w.Outputs, "output", &tail, hasTail, nil); err != nil {
+		return nil, err
 	}
 	if len(tail) != 0 {
 		return nil, invalidf("%d binary bytes after the last binary output", len(tail))
@@ -1060,12 +1099,51 @@ func decodeResponse(body []byte, headerLen string) (*oip.InferenceResponse, erro
 	return resp, nil
 }
 
-func jsonErrText(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200]
+// jsonError renders an error of encoding/json in protocol terms, as
+// EINVALID: the position of a syntax error, or the JSON field (its path in
+// the document, as "inputs.shape") and the JSON kinds of a type mismatch.
+// encoding/json's own text names Go types and struct fields
+// ("cannot unmarshal string into Go struct field wireTensor.inputs.shape of
+// type int64"), which mean nothing to a client.
+func jsonError(what string, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			return invalidf("malformed JSON %s: want %s, got %s", what, jsonKind(te.Type), te.Value)
+		}
+		return forecast.FieldErrorf(forecast.EINVALID, field, "malformed JSON %s: field %q must be %s, got %s", what, field, jsonKind(te.Type), te.Value)
+	case errors.As(err, &se):
+		return invalidf("malformed JSON %s at byte %d: %s", what, se.Offset, se.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalidf("malformed JSON %s: unexpected end of input", what)
 	}
-	return s
+	return invalidf("malformed JSON %s", what)
+}
+
+// jsonKind names what JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == reflect.TypeFor[json.RawMessage]() {
+		return "a JSON value"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a JSON value"
 }
 
 func metaToWire(md oip.ModelMetadata) wireModelMeta {
