@@ -418,6 +418,16 @@ func decodeTensors(kind string, ws []wire, raws [][]byte) ([]oip.Tensor, error) 
 	return ts, nil
 }
 
+// wireHeaders returns the names, datatypes and shapes of ws, without data,
+// for oip.Limits.Check.
+func wireHeaders(ws []wire) []oip.Tensor {
+	ts := make([]oip.Tensor, len(ws))
+	for i, w := range ws {
+		ts[i] = oip.Tensor{Name: w.name, Datatype: oip.Datatype(w.datatype), Shape: w.shape}
+	}
+	return ts
+}
+
 func inputWires(in []*pb.ModelInferRequest_InferInputTensor) []wire {
 	ws := make([]wire, len(in))
 	for i, t := range in {

@@ -22,6 +22,7 @@ const DefaultMaxMessageSize = 4 << 20
 type serverConfig struct {
 	maxMsg   int
 	log      *slog.Logger
+	gate     *oip.Gate
 	grpcOpts []grpc.ServerOption
 }
 
@@ -32,6 +33,15 @@ type ServerOption func(*serverConfig)
 // sends (NewServer only; with Register, configure the grpc.Server).
 func ServerMaxMessageSize(n int) ServerOption {
 	return func(c *serverConfig) { c.maxMsg = n }
+}
+
+// ServerGate bounds the ModelInfer calls in flight to g's slots (default:
+// no bound); a call that finds them all taken is answered Unavailable at
+// once. Share g with the server's other transports to bound their sum. The
+// other RPCs (health, metadata) are never limited. gRPC has read the
+// message by then: ServerMaxMessageSize bounds what each call holds.
+func ServerGate(g *oip.Gate) ServerOption {
+	return func(c *serverConfig) { c.gate = g }
 }
 
 // ServerLogger sets where unexpected (EINTERNAL) Backend errors and panics
@@ -66,7 +76,7 @@ func NewServer(b oip.Backend, opts ...ServerOption) *grpc.Server {
 	cfg := newServerConfig(opts)
 	gopts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.maxMsg), grpc.MaxSendMsgSize(cfg.maxMsg)}, cfg.grpcOpts...)
 	s := grpc.NewServer(gopts...)
-	pb.RegisterGRPCInferenceServiceServer(s, &service{b: b, log: cfg.log})
+	pb.RegisterGRPCInferenceServiceServer(s, newService(b, cfg))
 	return s
 }
 
@@ -74,15 +84,34 @@ func NewServer(b oip.Backend, opts ...ServerOption) *grpc.Server {
 // serves other services.
 func Register(s grpc.ServiceRegistrar, b oip.Backend, opts ...ServerOption) {
 	cfg := newServerConfig(opts)
-	pb.RegisterGRPCInferenceServiceServer(s, &service{b: b, log: cfg.log})
+	pb.RegisterGRPCInferenceServiceServer(s, newService(b, cfg))
 }
 
 // service implements GRPCInferenceService over a Backend. Every method
 // maps Backend errors with toStatus and turns a panic into Internal.
 type service struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	b   oip.Backend
-	log *slog.Logger
+	b       oip.Backend
+	limiter oip.Limiter  // nil: no per-model check before decoding
+	obs     oip.Observer // nil: rejections not reported
+	gate    *oip.Gate    // nil: no bound
+	log     *slog.Logger
+}
+
+func newService(b oip.Backend, cfg serverConfig) *service {
+	s := &service{b: b, gate: cfg.gate, log: cfg.log}
+	s.limiter, _ = b.(oip.Limiter)
+	s.obs, _ = b.(oip.Observer)
+	return s
+}
+
+// rejected reports err, the answer to a ModelInfer that did not reach the
+// Backend's Infer, to the Observer, and renders it.
+func (s *service) rejected(ctx context.Context, r *pb.ModelInferRequest, err error) error {
+	if s.obs != nil {
+		s.obs.InferRejected(r.GetModelName(), err)
+	}
+	return s.fail(ctx, "ModelInfer", r.GetId(), err)
 }
 
 // fail renders err and logs it when it is unexpected.
@@ -159,8 +188,11 @@ func (s *service) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequest)
 	}, nil
 }
 
-// ModelInfer decodes and validates the request (InvalidArgument naming the
-// tensor on any size, datatype or shape mismatch), calls the Backend, and
+// ModelInfer takes a slot of the gate (Unavailable when none is free),
+// checks the inputs' names, datatypes and shapes against the Backend's
+// limits when it is an oip.Limiter, before converting any data, decodes and
+// validates the request (InvalidArgument naming the tensor on any size,
+// datatype or shape mismatch), calls the Backend, and
 // answers with raw_output_contents when the request came with
 // raw_input_contents or set the bool parameter ParamBinaryDataOutput, with
 // contents otherwise. The response echoes the request id and names the
@@ -168,22 +200,15 @@ func (s *service) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequest)
 func (s *service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (_ *pb.ModelInferResponse, err error) {
 	id := r.GetId()
 	defer s.recover(ctx, "ModelInfer", id, &err)
-	if r.GetModelName() == "" {
-		return nil, status.Error(codes.InvalidArgument, "empty model_name")
-	}
-	inputs, err := decodeTensors("input", inputWires(r.GetInputs()), r.GetRawInputContents())
-	if err != nil {
-		return nil, s.fail(ctx, "ModelInfer", id, err)
-	}
-	req := &oip.InferenceRequest{ID: id, Parameters: fromParams(r.GetParameters()), Inputs: inputs}
-	if len(r.GetOutputs()) > 0 {
-		req.Outputs = make([]oip.RequestedOutput, len(r.GetOutputs()))
-		for i, o := range r.GetOutputs() {
-			req.Outputs[i] = oip.RequestedOutput{Name: o.GetName(), Parameters: fromParams(o.GetParameters())}
+	if s.gate != nil {
+		if !s.gate.TryEnter() {
+			return nil, s.rejected(ctx, r, s.gate.Overloaded())
 		}
+		defer s.gate.Leave()
 	}
-	if err := req.Validate(); err != nil {
-		return nil, s.fail(ctx, "ModelInfer", id, err)
+	req, err := s.decodeRequest(ctx, r)
+	if err != nil {
+		return nil, s.rejected(ctx, r, err)
 	}
 	raw := len(r.GetRawInputContents()) > 0
 	if v, ok := req.Parameters[ParamBinaryDataOutput].(bool); ok && v {
@@ -223,6 +248,39 @@ func (s *service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (_ *p
 		out.Id = id
 	}
 	return out, nil
+}
+
+// decodeRequest checks r against the model's limits, then decodes and
+// validates it.
+func (s *service) decodeRequest(ctx context.Context, r *pb.ModelInferRequest) (*oip.InferenceRequest, error) {
+	if r.GetModelName() == "" {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "model_name", "empty model_name")
+	}
+	ws := inputWires(r.GetInputs())
+	if s.limiter != nil {
+		lim, err := s.limiter.InferLimits(ctx, r.GetModelName(), r.GetModelVersion())
+		if err != nil {
+			return nil, err
+		}
+		if err := lim.Check(wireHeaders(ws)); err != nil {
+			return nil, err
+		}
+	}
+	inputs, err := decodeTensors("input", ws, r.GetRawInputContents())
+	if err != nil {
+		return nil, err
+	}
+	req := &oip.InferenceRequest{ID: r.GetId(), Parameters: fromParams(r.GetParameters()), Inputs: inputs}
+	if len(r.GetOutputs()) > 0 {
+		req.Outputs = make([]oip.RequestedOutput, len(r.GetOutputs()))
+		for i, o := range r.GetOutputs() {
+			req.Outputs[i] = oip.RequestedOutput{Name: o.GetName(), Parameters: fromParams(o.GetParameters())}
+		}
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 // internal wraps a fault of the Backend as EINTERNAL, whatever code err
