@@ -12,12 +12,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // BenchmarkOverload offers a carbongate process (built from ./cmd/carbongate,
@@ -48,9 +49,9 @@ func BenchmarkOverload(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				for b.Loop() {
 					gw := startGateway(b, bin, bc.args...)
-					before := procStatus(b, gw.pid, "VmRSS")
+					before := services.ProcStatus(b, gw.pid, "VmRSS")
 					r := offer(gw.addr, "/v1/schedule", []byte(benchBody), rate, dur)
-					peak := procStatus(b, gw.pid, "VmHWM")
+					peak := services.ProcStatus(b, gw.pid, "VmHWM")
 					gw.stop()
 					shedShare := float64(r.shed) / float64(r.sent)
 					b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
@@ -309,26 +310,4 @@ func startGateway(b *testing.B, bin string, more ...string) gatewayProc {
 	}
 	c.CloseIdleConnections()
 	return gatewayProc{addr: addr, pid: cmd.Process.Pid, stop: stop}
-}
-
-// procStatus reads a "kB" field of /proc/<pid>/status, in KiB.
-func procStatus(b *testing.B, pid int, field string) int64 {
-	b.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				b.Fatalf("%s: %q: %v", field, v, err)
-			}
-			return kb
-		}
-	}
-	b.Fatalf("/proc/%d/status has no %s", pid, field)
-	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -228,4 +229,25 @@ func tcpOpen(ctx context.Context, addr string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// ProcStatus reads a "kB" field of /proc/<pid>/status (VmRSS, VmHWM, ...),
+// in KiB (Linux only).
+func ProcStatus(tb testing.TB, pid int, field string) int64 {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				tb.Fatalf("%s: %q: %v", field, v, err)
+			}
+			return kb
+		}
+	}
+	tb.Fatalf("/proc/%d/status has no %s", pid, field)
+	return 0
 }
