@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -39,6 +40,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models/serve"
+	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 	"github.com/carbongate/carbongate/oip/rest"
 	"github.com/carbongate/carbongate/registry/s3"
@@ -65,6 +67,10 @@ type Main struct {
 	HTTPPort  int
 	GRPCPort  int
 	MaxBatch  int
+	// MaxInFlight bounds the infer requests being served at once, REST and
+	// gRPC together (default DefaultMaxInFlight); beyond it requests are
+	// shed at once with 503 + Retry-After or Unavailable.
+	MaxInFlight int
 	// ReloadInterval is how often model directories are re-read (and S3
 	// prefixes re-listed) for new versions; 0 disables reloading.
 	ReloadInterval  time.Duration
@@ -87,7 +93,10 @@ type Main struct {
 
 	httpLn, grpcLn net.Listener
 	httpSrv        *http.Server
-	grpcSrv        *grpc.Server
+	gate           *oip.Gate
+	grpcMu         sync.Mutex
+	grpcSrv        *grpc.Server // set once the first load ended (startGRPC)
+	grpcStopped    bool         // by Close: startGRPC does nothing
 	s3c            *minio.Client
 	tmpCache       string
 	remotes        []*remote
@@ -107,6 +116,22 @@ type remote struct {
 	fingerprint string
 }
 
+// InFlightPerCPU sets the default in-flight limit: DefaultMaxInFlight is
+// InFlightPerCPU × GOMAXPROCS.
+//
+// Why 4: inference is CPU work (a batch of 1,024 rows of a production ridge
+// model takes a few milliseconds), so more requests in flight than cores
+// only queue; 4 per core keeps every core busy while other admitted
+// requests read their bodies or write their answers. The limit is also what
+// bounds memory: an admitted request holds at most its body (the model's
+// JSON limit, about 5.6 MB at L = 168 and 1,024 rows) and a few times its
+// decoded tensors, about 15 MB at the largest, so 8 slots on 2 cores hold
+// at most about 120 MB of requests.
+const InFlightPerCPU = 4
+
+// DefaultMaxInFlight is InFlightPerCPU × GOMAXPROCS.
+func DefaultMaxInFlight() int { return InFlightPerCPU * runtime.GOMAXPROCS(0) }
+
 // NewMain returns a Main with the documented defaults.
 func NewMain() *Main {
 	return &Main{
@@ -114,6 +139,7 @@ func NewMain() *Main {
 		HTTPPort:        8080,
 		GRPCPort:        8081,
 		MaxBatch:        serve.DefaultMaxBatch,
+		MaxInFlight:     DefaultMaxInFlight(),
 		ReloadInterval:  30 * time.Second,
 		FetchTimeout:    2 * time.Minute,
 		DrainDelay:      5 * time.Second,
@@ -151,7 +177,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Host, "host", m.Host, "bind address of both ports (default all interfaces)")
 	fs.IntVar(&m.HTTPPort, "http_port", m.HTTPPort, "REST port (OIP v2 + /metrics); default $PORT or 8080; 0 = any free port")
 	fs.IntVar(&m.GRPCPort, "grpc_port", m.GRPCPort, "gRPC port (GRPCInferenceService); 0 = any free port")
-	fs.IntVar(&m.MaxBatch, "max-batch", m.MaxBatch, "largest batch B accepted by infer")
+	fs.IntVar(&m.MaxBatch, "max-batch", m.MaxBatch, "largest batch B accepted by infer; with each model's lookback it sets the largest request body (REST) and message (gRPC)")
+	fs.IntVar(&m.MaxInFlight, "max-inflight", m.MaxInFlight, "infer requests served at once (REST and gRPC together); beyond it 503 + Retry-After / Unavailable at once")
 	fs.DurationVar(&m.ReloadInterval, "reload-interval", m.ReloadInterval, "how often to look for new model versions (0 = never)")
 	fs.DurationVar(&m.FetchTimeout, "fetch-timeout", m.FetchTimeout, "deadline of one S3 download")
 	fs.StringVar(&m.CacheDir, "cache-dir", m.CacheDir, "where S3 models are downloaded (default: a temporary directory)")
@@ -220,7 +247,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/", rest.NewHandler(m.backend(), rest.WithLogger(m.Logger)))
+	m.gate = oip.NewGate(m.MaxInFlight)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "carbonserve_infer_inflight", Help: "Infer requests being served (REST and gRPC), at most --max-inflight.",
+	}, func() float64 { return float64(m.gate.InFlight()) }))
+	mux.Handle("/", rest.NewHandler(m.backend(), rest.WithLogger(m.Logger), rest.WithGate(m.gate)))
 	base := context.WithoutCancel(ctx)
 	m.httpSrv = &http.Server{
 		Handler:           mux,
@@ -230,20 +261,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
-	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger))
 	m.wg.Go(func() {
 		if err := m.httpSrv.Serve(m.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.done <- fmt.Errorf("http: %w", err)
 		}
 	})
-	m.wg.Go(func() {
-		if err := m.grpcSrv.Serve(m.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			m.done <- fmt.Errorf("grpc: %w", err)
-		}
-	})
 	lctx, cancel := context.WithCancel(base)
 	m.stop = cancel
 	m.wg.Go(func() { m.loadAndWatch(lctx) })
+	m.wg.Go(func() { m.returnMemory(lctx) })
 	m.Logger.Info("carbonserve listening", "http", m.httpLn.Addr().String(), "grpc", m.grpcLn.Addr().String(),
 		"model_dir", m.ModelDir, "models", m.ModelsDir, "model", m.Registry.Model, "model_name", m.ModelName, "reload_interval", m.ReloadInterval.String())
 	return nil
@@ -269,6 +295,9 @@ func (m *Main) resolveSources() error {
 	if m.MaxBatch < 1 {
 		return fmt.Errorf("--max-batch %d must be at least 1", m.MaxBatch)
 	}
+	if m.MaxInFlight < 1 {
+		return fmt.Errorf("--max-inflight %d must be at least 1", m.MaxInFlight)
+	}
 	if m.ReloadInterval < 0 {
 		return fmt.Errorf("--reload-interval %v must not be negative", m.ReloadInterval)
 	}
@@ -283,6 +312,9 @@ func (m *Main) needsS3() bool { return s3.IsURI(m.ModelDir) || s3.IsURI(m.Models
 func (m *Main) loadAndWatch(ctx context.Context) {
 	err := m.load(ctx)
 	m.loadErr = err
+	if err == nil {
+		m.startGRPC()
+	}
 	close(m.loaded)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -296,6 +328,51 @@ func (m *Main) loadAndWatch(ctx context.Context) {
 	case m.ReloadInterval > 0:
 		m.Backend.Watch(ctx, m.ReloadInterval, m.refetch)
 	}
+}
+
+// startGRPC serves gRPC on its listener once the first load ended, as
+// KServe's and Triton's servers load their models before serving: the
+// largest message it receives is derived from the loaded models (see
+// grpcMaxMessage), and grpc.Server fixes it at construction. Until then
+// gRPC clients connect and wait. It does nothing once Close began.
+func (m *Main) startGRPC() {
+	m.grpcMu.Lock()
+	defer m.grpcMu.Unlock()
+	if m.grpcStopped {
+		return
+	}
+	maxMsg := m.grpcMaxMessage()
+	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger), oipgrpc.ServerGate(m.gate), oipgrpc.ServerMaxMessageSize(maxMsg))
+	srv, ln := m.grpcSrv, m.grpcLn
+	m.wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			m.done <- fmt.Errorf("grpc: %w", err)
+		}
+	})
+	m.Logger.Info("grpc serving", "grpc", ln.Addr().String(), "max_message_bytes", maxMsg)
+}
+
+// grpcMaxMessage is the largest ModelInfer request of the loaded models at
+// --max-batch rows (oip.Limits.MaxBinaryBytes: raw contents are exact,
+// packed FP32 4 bytes a value), and at least the response of the largest
+// (forecast, lower and upper FP32 at 4 bytes a value), so that one limit
+// serves both directions. A model reloaded with a longer lookback can take
+// larger messages than this until carbonserve restarts: requests above it
+// get ResourceExhausted.
+func (m *Main) grpcMaxMessage() int {
+	n := int64(oip.RequestOverheadBytes)
+	for _, st := range m.Backend.Models() {
+		if !st.Ready {
+			continue
+		}
+		lim, err := m.Backend.InferLimits(context.Background(), st.Name, "")
+		if err != nil {
+			continue
+		}
+		out := int64(oip.RequestOverheadBytes) + 3*4*int64(m.MaxBatch)*int64(st.Meta.Horizon)
+		n = max(n, lim.MaxBinaryBytes(), out)
+	}
+	return int(n)
 }
 
 func (m *Main) load(ctx context.Context) error {
@@ -429,16 +506,7 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			stopped := make(chan struct{})
-			go func() { m.grpcSrv.GracefulStop(); close(stopped) }()
-			select {
-			case <-stopped:
-			case <-ctx.Done():
-				m.grpcSrv.Stop()
-				<-stopped
-			}
-		})
+		wg.Go(func() { m.stopGRPC(ctx) })
 		if err := m.httpSrv.Shutdown(ctx); err != nil {
 			m.closeErr = fmt.Errorf("shutdown: %w", err)
 			m.httpSrv.Close()
@@ -451,6 +519,27 @@ func (m *Main) Close() error {
 		m.Logger.Info("stopped")
 	})
 	return m.closeErr
+}
+
+// stopGRPC stops the gRPC server gracefully within ctx, or closes its
+// listener when it never started serving; after it startGRPC does nothing.
+func (m *Main) stopGRPC(ctx context.Context) {
+	m.grpcMu.Lock()
+	srv, ln := m.grpcSrv, m.grpcLn
+	m.grpcStopped = true
+	m.grpcMu.Unlock()
+	if srv == nil {
+		ln.Close()
+		return
+	}
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		srv.Stop()
+		<-stopped
+	}
 }
 
 func (m *Main) closeListeners() {
