@@ -18,6 +18,17 @@ import (
 func GoBuild(tb testing.TB, cmds ...string) string {
 	tb.Helper()
 	dir := tb.TempDir()
+	root := RepoRoot(tb)
+	if err := Build(root, dir, cmds...); err != nil {
+		tb.Fatalf("services: %v", err)
+	}
+	return dir
+}
+
+// Build builds carbongate's commands into dir from the module at root
+// (see FindRepoRoot). It serves TestMain, which has no testing.TB, to
+// build once per test binary; tests use GoBuild.
+func Build(root, dir string, cmds ...string) error {
 	pkgs := make([]string, len(cmds))
 	for i, c := range cmds {
 		pkgs[i] = "./cmd/" + c
@@ -25,13 +36,13 @@ func GoBuild(tb testing.TB, cmds ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
-	cmd.Dir = RepoRoot(tb)
+	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("services: go build %s: %v\n%s", strings.Join(pkgs, " "), err, out.String())
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out.String())
 	}
-	return dir
+	return nil
 }
 
 // Binary describes one of our own programs to start.

@@ -74,6 +74,21 @@ func (p *Proc) logTail(n int) string {
 // Pid is the process id (also its process group id).
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
+// StatusKiB reads a field counted in kB of the process's /proc/<pid>/status
+// (VmRSS, VmHWM, …), in KiB.
+func (p *Proc) StatusKiB(field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", p.Pid(), field)
+}
+
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {

@@ -12,6 +12,7 @@ package services
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,18 +43,27 @@ var (
 // holding carbongate's go.mod.
 func RepoRoot(tb testing.TB) string {
 	tb.Helper()
+	dir, err := FindRepoRoot()
+	if err != nil {
+		tb.Fatalf("services: %v", err)
+	}
+	return dir
+}
+
+// FindRepoRoot is RepoRoot for callers without a testing.TB (TestMain).
+func FindRepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		tb.Fatalf("services: working directory: %v", err)
+		return "", fmt.Errorf("working directory: %w", err)
 	}
 	for {
 		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module github.com/carbongate/carbongate\n")) {
-			return dir
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			tb.Fatalf("services: no carbongate go.mod above the working directory")
+			return "", errors.New("no carbongate go.mod above the working directory")
 		}
 		dir = parent
 	}
