@@ -77,11 +77,14 @@ func serveAttacks(s *server) []attack {
 
 // hold runs n workers, each keeping one connection to tg open with use
 // (which returns when the connection is over) and opening another after
-// backoff, until ctx ends.
+// backoff, until ctx ends. The workers start spread over the first second
+// (as n clients would), so their connections do not all time out, and
+// reconnect, in the same instant.
 func hold(ctx context.Context, tg *target, tl *tally, n int, backoff time.Duration, use func(ctx context.Context, c net.Conn)) {
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
+			sleep(ctx, time.Duration(i)*time.Second/time.Duration(n))
 			d := net.Dialer{Timeout: 2 * time.Second}
 			for ctx.Err() == nil {
 				c, err := d.DialContext(ctx, "tcp", tg.addr)
