@@ -76,8 +76,10 @@ func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
 // StatusKiB reads a field counted in kB of the process's /proc/<pid>/status
 // (VmRSS, VmHWM, …), in KiB.
-func (p *Proc) StatusKiB(field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+func (p *Proc) StatusKiB(field string) (int64, error) { return statusKiB(p.Pid(), field) }
+
+func statusKiB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -86,7 +88,7 @@ func (p *Proc) StatusKiB(field string) (int64, error) {
 			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", p.Pid(), field)
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }
 
 // Exited reports whether the process has ended.
@@ -247,22 +249,12 @@ func tcpOpen(ctx context.Context, addr string) error {
 }
 
 // ProcStatus reads a "kB" field of /proc/<pid>/status (VmRSS, VmHWM, ...),
-// in KiB (Linux only).
+// in KiB (Linux only); an error fails tb.
 func ProcStatus(tb testing.TB, pid int, field string) int64 {
 	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kb, err := statusKiB(pid, field)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				tb.Fatalf("%s: %q: %v", field, v, err)
-			}
-			return kb
-		}
-	}
-	tb.Fatalf("/proc/%d/status has no %s", pid, field)
-	return 0
+	return kb
 }
