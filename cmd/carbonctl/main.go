@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/carbongate/carbongate/cmd/internal/version"
 )
 
 // command is one carbonctl subcommand.
@@ -52,6 +54,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if version.Requested(args) || args[0] == "version" {
+		fmt.Fprintln(stdout, version.Get().String("carbonctl"))
+		return 0
+	}
 	c, ok := cmds[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "carbonctl: unknown command %q\n", args[0])
@@ -81,5 +87,5 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'carbonctl <command> -h' for the flags of one command.")
+	fmt.Fprintln(w, "\nRun 'carbonctl <command> -h' for the flags of one command; 'carbonctl --version' for the build.")
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
+	"github.com/carbongate/carbongate/cmd/internal/version"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
@@ -236,7 +237,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("region table: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector("carbongate"))
 	if m.ModelsDir == "" {
 		m.Logger.Warn("no --models directory; serving with the baseline and climatology only")
 	}

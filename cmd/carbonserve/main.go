@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
+	"github.com/carbongate/carbongate/cmd/internal/version"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/oip"
@@ -219,12 +220,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.done = make(chan error, 2)
 	m.loaded = make(chan struct{})
-	m.Logger = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: m.LogLevel}))
+	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
 	if err := m.resolveSources(); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector("carbonserve"))
 	m.Backend, err = serve.New(serve.Config{ServerVersion: buildVersion(), MaxBatch: m.MaxBatch, Metrics: reg, Logger: m.Logger})
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/carbongate/carbongate/cmd/internal/version"
 )
 
 // Program is a server with the Main shape: ParseFlags, Run (returns once
@@ -57,8 +59,13 @@ func Main(name string, p Program, args []string, stderr io.Writer, logger func()
 	return code
 }
 
-// Exit runs Main with the process's arguments and exits with its code.
+// Exit runs Main with the process's arguments and exits with its code;
+// --version prints the build (package version) instead.
 func Exit(name string, p Program, logger func() *slog.Logger) {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Get().String(name))
+		os.Exit(0)
+	}
 	os.Exit(Main(name, p, os.Args[1:], os.Stderr, logger))
 }
 

@@ -95,8 +95,8 @@ func Requested(args []string) bool {
 func Collector(namespace string) prometheus.Collector {
 	i := Get()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: namespace + "_build_info",
-		Help: "Always 1; labelled with the version, commit, build date and Go version of the running binary.",
+		Name:        namespace + "_build_info",
+		Help:        "Always 1; labelled with the version, commit, build date and Go version of the running binary.",
 		ConstLabels: prometheus.Labels{"version": i.Version, "commit": i.Commit, "date": i.Date, "goversion": i.Go},
 	})
 	g.Set(1)
