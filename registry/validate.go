@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
 )
@@ -15,6 +16,18 @@ const (
 	MaxAliasLen    = 255
 	MaxTagKeyLen   = 250
 	MaxTagValueLen = 5000
+)
+
+// Limits of the free-text fields: the widths of MLflow's own columns,
+// which its SQL stores enforce (mlflow/store/model_registry/dbmodels/
+// models.py, MLflow 3.17.2: registered_models.description and
+// model_versions.description String(5000), model_versions.source and
+// run_link String(500)). They count characters, as Python's len and
+// PostgreSQL's VARCHAR(n) do, not bytes.
+const (
+	MaxDescriptionLen = 5000
+	MaxSourceLen      = 500
+	MaxRunLinkLen     = 500
 )
 
 var (
@@ -66,6 +79,53 @@ func ValidateTag(t Tag) error {
 		return forecast.FieldErrorf(forecast.EINVALID, "key", "tag key is %d bytes long, the limit is %d", len(t.Key), MaxTagKeyLen)
 	case len(t.Value) > MaxTagValueLen:
 		return forecast.FieldErrorf(forecast.EINVALID, "value", "tag value is %d bytes long, the limit is %d", len(t.Value), MaxTagValueLen)
+	}
+	return nil
+}
+
+// ValidateDescription checks a registered model's or a version's
+// description against MaxDescriptionLen.
+func ValidateDescription(description string) error {
+	return validateLength("description", description, MaxDescriptionLen)
+}
+
+// ValidateNewVersion checks CreateVersion's input once for every backend:
+// the name, the tags, the lengths of description, source and run_link, and
+// the status. It returns nv with Status defaulted (ValidateStatus).
+func ValidateNewVersion(nv NewVersion) (NewVersion, error) {
+	if err := ValidateName("name", nv.Name); err != nil {
+		return nv, err
+	}
+	for _, t := range nv.Tags {
+		if err := ValidateTag(t); err != nil {
+			return nv, err
+		}
+	}
+	for _, f := range []struct {
+		field, value string
+		limit        int
+	}{
+		{"description", nv.Description, MaxDescriptionLen},
+		{"source", nv.Source, MaxSourceLen},
+		{"run_link", nv.RunLink, MaxRunLinkLen},
+	} {
+		if err := validateLength(f.field, f.value, f.limit); err != nil {
+			return nv, err
+		}
+	}
+	var err error
+	nv.Status, err = ValidateStatus(nv.Status)
+	return nv, err
+}
+
+// validateLength: EINVALID naming field when value has more than limit
+// characters.
+func validateLength(field, value string, limit int) error {
+	if len(value) <= limit {
+		return nil // fewer bytes than the limit: fewer characters too
+	}
+	if n := utf8.RuneCountInString(value); n > limit {
+		return forecast.FieldErrorf(forecast.EINVALID, field, "%s is %d characters long, the limit is %d", field, n, limit)
 	}
 	return nil
 }

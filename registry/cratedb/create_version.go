@@ -72,15 +72,7 @@ func (s *Store) CreateVersion(ctx context.Context, nv registry.NewVersion) (regi
 // checkNewVersion validates nv and returns the version to write, without
 // its number.
 func (s *Store) checkNewVersion(nv registry.NewVersion) (registry.ModelVersion, error) {
-	if err := registry.ValidateName("name", nv.Name); err != nil {
-		return registry.ModelVersion{}, err
-	}
-	for _, t := range nv.Tags {
-		if err := registry.ValidateTag(t); err != nil {
-			return registry.ModelVersion{}, err
-		}
-	}
-	status, err := registry.ValidateStatus(nv.Status)
+	nv, err := registry.ValidateNewVersion(nv)
 	if err != nil {
 		return registry.ModelVersion{}, err
 	}
@@ -88,7 +80,7 @@ func (s *Store) checkNewVersion(nv registry.NewVersion) (registry.ModelVersion, 
 	return registry.ModelVersion{
 		Name: nv.Name, CreationTime: now, LastUpdatedTime: now, Description: nv.Description,
 		UserID: nv.UserID, CurrentStage: registry.StageNone, Source: nv.Source, RunID: nv.RunID,
-		RunLink: nv.RunLink, Status: status, Tags: normTags(nv.Tags),
+		RunLink: nv.RunLink, Status: nv.Status, Tags: normTags(nv.Tags),
 	}, nil
 }
 

@@ -45,6 +45,9 @@ func (s *Store) CreateModel(ctx context.Context, name, description string, tags 
 	if err := registry.ValidateName("name", name); err != nil {
 		return registry.RegisteredModel{}, err
 	}
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.RegisteredModel{}, err
+	}
 	for _, t := range tags {
 		if err := registry.ValidateTag(t); err != nil {
 			return registry.RegisteredModel{}, err
@@ -122,6 +125,9 @@ func (s *Store) modelByName(ctx context.Context, name string) (modelRow, bool, e
 // back by primary key.
 func (s *Store) UpdateModel(ctx context.Context, name, description string) (registry.RegisteredModel, error) {
 	if err := registry.ValidateName("name", name); err != nil {
+		return registry.RegisteredModel{}, err
+	}
+	if err := registry.ValidateDescription(description); err != nil {
 		return registry.RegisteredModel{}, err
 	}
 	ctx, cancel := bound(ctx)

@@ -3,6 +3,7 @@ package cratedb
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -79,6 +80,15 @@ func modelCases() []opCase {
 			}},
 		{name: "create_model_invalid_name", code: forecast.EINVALID, op: func(ctx context.Context, s *Store) (any, error) {
 			return s.CreateModel(ctx, "a/b", "", nil)
+		}},
+		{name: "create_model_long_description", code: forecast.EINVALID, op: func(ctx context.Context, s *Store) (any, error) {
+			return s.CreateModel(ctx, "m", strings.Repeat("d", registry.MaxDescriptionLen+1), nil)
+		}},
+		{name: "update_version_long_description", code: forecast.EINVALID, op: func(ctx context.Context, s *Store) (any, error) {
+			return s.UpdateVersion(ctx, "m", 1, strings.Repeat("d", registry.MaxDescriptionLen+1))
+		}},
+		{name: "create_version_long_source", code: forecast.EINVALID, op: func(ctx context.Context, s *Store) (any, error) {
+			return s.CreateVersion(ctx, registry.NewVersion{Name: "m", Source: "s3://" + strings.Repeat("s", registry.MaxSourceLen)})
 		}},
 		{name: "get_model", replies: []*reply{
 			rows(selModel, modelRowOf("m")),

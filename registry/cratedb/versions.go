@@ -82,6 +82,9 @@ func (s *Store) UpdateVersion(ctx context.Context, name string, version int64, d
 	if err := checkVersionArgs(name, version); err != nil {
 		return registry.ModelVersion{}, err
 	}
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.ModelVersion{}, err
+	}
 	ctx, cancel := bound(ctx)
 	defer cancel()
 	now := s.millis()

@@ -12,6 +12,9 @@ func (s *Store) CreateModel(ctx context.Context, name, description string, tags 
 	if err := registry.ValidateName("name", name); err != nil {
 		return registry.RegisteredModel{}, err
 	}
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.RegisteredModel{}, err
+	}
 	tm, err := tagMap(tags)
 	if err != nil {
 		return registry.RegisteredModel{}, err
@@ -72,6 +75,9 @@ func (s *Store) RenameModel(ctx context.Context, name, newName string) (registry
 
 // UpdateModel implements registry.Store.
 func (s *Store) UpdateModel(ctx context.Context, name, description string) (registry.RegisteredModel, error) {
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.RegisteredModel{}, err
+	}
 	var out registry.RegisteredModel
 	err := s.update(ctx, func(st *state, now int64) error {
 		m, err := st.model(name)

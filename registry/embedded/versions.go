@@ -17,14 +17,12 @@ const (
 // CreateVersion implements registry.Store. EINVALID for a Status other
 // than the three version statuses.
 func (s *Store) CreateVersion(ctx context.Context, nv registry.NewVersion) (registry.ModelVersion, error) {
-	if err := registry.ValidateName("name", nv.Name); err != nil {
+	nv, err := registry.ValidateNewVersion(nv)
+	if err != nil {
 		return registry.ModelVersion{}, err
 	}
 	tm, err := tagMap(nv.Tags)
 	if err != nil {
-		return registry.ModelVersion{}, err
-	}
-	if nv.Status, err = registry.ValidateStatus(nv.Status); err != nil {
 		return registry.ModelVersion{}, err
 	}
 	var out registry.ModelVersion
@@ -61,6 +59,9 @@ func (s *Store) GetVersion(ctx context.Context, name string, version int64) (reg
 
 // UpdateVersion implements registry.Store.
 func (s *Store) UpdateVersion(ctx context.Context, name string, version int64, description string) (registry.ModelVersion, error) {
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.ModelVersion{}, err
+	}
 	var out registry.ModelVersion
 	err := s.update(ctx, func(st *state, now int64) error {
 		m, v, err := st.version(name, version)

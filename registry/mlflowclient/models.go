@@ -14,6 +14,9 @@ func (c *Client) CreateModel(ctx context.Context, name, description string, tags
 	if err := registry.ValidateName("name", name); err != nil {
 		return registry.RegisteredModel{}, err
 	}
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.RegisteredModel{}, err
+	}
 	if err := validateTags(tags); err != nil {
 		return registry.RegisteredModel{}, err
 	}
@@ -63,6 +66,9 @@ func (c *Client) RenameModel(ctx context.Context, name, newName string) (registr
 // UpdateModel implements registry.Store (PATCH registered-models/update).
 func (c *Client) UpdateModel(ctx context.Context, name, description string) (registry.RegisteredModel, error) {
 	if err := checkName(name); err != nil {
+		return registry.RegisteredModel{}, err
+	}
+	if err := registry.ValidateDescription(description); err != nil {
 		return registry.RegisteredModel{}, err
 	}
 	in := struct {

@@ -16,15 +16,13 @@ import (
 // and READY. UserID is therefore not sent, and a Status other than READY is
 // EINVALID (field "status").
 func (c *Client) CreateVersion(ctx context.Context, nv registry.NewVersion) (registry.ModelVersion, error) {
-	if err := registry.ValidateName("name", nv.Name); err != nil {
-		return registry.ModelVersion{}, err
-	}
-	if err := validateTags(nv.Tags); err != nil {
-		return registry.ModelVersion{}, err
-	}
 	if nv.Status != "" && nv.Status != registry.StatusReady {
 		return registry.ModelVersion{}, forecast.FieldErrorf(forecast.EINVALID, "status",
 			"MLflow's REST API creates READY versions only, not %s", nv.Status)
+	}
+	nv, err := registry.ValidateNewVersion(nv)
+	if err != nil {
+		return registry.ModelVersion{}, err
 	}
 	in := struct {
 		Name        string    `json:"name"`
@@ -74,6 +72,9 @@ func (c *Client) GetVersion(ctx context.Context, name string, v int64) (registry
 func (c *Client) UpdateVersion(ctx context.Context, name string, v int64, description string) (registry.ModelVersion, error) {
 	r, err := ref(name, v)
 	if err != nil {
+		return registry.ModelVersion{}, err
+	}
+	if err := registry.ValidateDescription(description); err != nil {
 		return registry.ModelVersion{}, err
 	}
 	in := struct {

@@ -58,6 +58,9 @@ func (s *Store) CreateModel(ctx context.Context, name, description string, tags 
 	if err := registry.ValidateName("name", name); err != nil {
 		return registry.RegisteredModel{}, err
 	}
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.RegisteredModel{}, err
+	}
 	tags, err := validTags(tags)
 	if err != nil {
 		return registry.RegisteredModel{}, err
@@ -188,6 +191,9 @@ func (s *Store) RenameModel(ctx context.Context, name, newName string) (registry
 
 // UpdateModel sets the description and bumps last_updated_time.
 func (s *Store) UpdateModel(ctx context.Context, name, description string) (registry.RegisteredModel, error) {
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.RegisteredModel{}, err
+	}
 	var m registry.RegisteredModel
 	err := s.write(ctx, "update registered model", func(ctx context.Context, tx pgx.Tx, l layout) error {
 		tag, err := tx.Exec(ctx, `UPDATE registered_models m SET description = $2, last_updated_time = $3 WHERE m.name = $1`+l.ws("m"),

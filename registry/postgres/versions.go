@@ -62,14 +62,12 @@ func checkVersion(name string, version int64) error {
 // version with its tags and bumps the model's last_updated_time, retrying
 // on a unique violation up to CreateAttempts times.
 func (s *Store) CreateVersion(ctx context.Context, nv registry.NewVersion) (registry.ModelVersion, error) {
-	if err := registry.ValidateName("name", nv.Name); err != nil {
+	nv, err := registry.ValidateNewVersion(nv)
+	if err != nil {
 		return registry.ModelVersion{}, err
 	}
 	tags, err := validTags(nv.Tags)
 	if err != nil {
-		return registry.ModelVersion{}, err
-	}
-	if nv.Status, err = registry.ValidateStatus(nv.Status); err != nil {
 		return registry.ModelVersion{}, err
 	}
 	nv.Tags = tags
@@ -224,6 +222,9 @@ WHERE (a.name, a.version) IN `+keys+l.ws("a")+` ORDER BY a.alias`+byteOrder, nam
 // UpdateVersion sets a live version's description and bumps its
 // last_updated_time.
 func (s *Store) UpdateVersion(ctx context.Context, name string, version int64, description string) (registry.ModelVersion, error) {
+	if err := registry.ValidateDescription(description); err != nil {
+		return registry.ModelVersion{}, err
+	}
 	var v registry.ModelVersion
 	err := s.write(ctx, "update model version", func(ctx context.Context, tx pgx.Tx, l layout) error {
 		if err := lockVersion(ctx, tx, l, name, version); err != nil {

@@ -17,7 +17,9 @@
 //   - invalid input is EINVALID with Field naming the request field: "name"
 //     (CreateModel, CreateVersion), "new_name" (RenameModel), "alias",
 //     "key" and "value" (tags), "stage"; an unknown filter key or operator
-//     is EINVALID (field "filter"), an unknown order_by key too;
+//     is EINVALID (field "filter"), an unknown order_by key too; a
+//     description, source or run_link longer than MLflow's columns is
+//     EINVALID naming that field;
 //   - LIKE and ILIKE are SQL's: % any run, _ one character, a backslash
 //     escapes the next character; values, tag keys included, are matched
 //     literally, never spliced into SQL;
@@ -86,6 +88,7 @@ func Run(t *testing.T, open func(t *testing.T, o registry.Options) registry.Stor
 		{"VersionSequence", testVersionSequence},
 		{"VersionRace", testVersionRace},
 		{"UpdateVersion", testUpdateVersion},
+		{"TextLimits", testTextLimits},
 		{"DeleteVersion", testDeleteVersion},
 		{"TransitionStage", testTransitionStage},
 		{"LatestVersions", testLatestVersions},

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -327,4 +328,56 @@ func testVersionTags(t *testing.T, e *env) {
 	}
 	wantErr(t, "DeleteVersionTag with an empty key", e.s.DeleteVersionTag(e.ctx, "m", 1, ""), forecast.EINVALID, "key")
 	sameTags(t, "after refused writes", e.getVersion(t, "m", 1).Tags, []registry.Tag{tag("zone", "FR")})
+}
+
+// testTextLimits checks MLflow's limits on description, source and
+// run_link (registry.MaxDescriptionLen, MaxSourceLen, MaxRunLinkLen):
+// values at the limit, in characters, are stored as given; one character
+// more is EINVALID naming the field and changes nothing.
+func testTextLimits(t *testing.T, e *env) {
+	desc := strings.Repeat("é", registry.MaxDescriptionLen) // 2 bytes a character
+	m, err := e.s.CreateModel(e.ctx, "m", desc, nil)
+	if err != nil || m.Description != desc {
+		t.Fatalf("CreateModel with a description at the limit: %.40q, %v", m.Description, err)
+	}
+	edge := registry.NewVersion{
+		Name: "m", Description: desc,
+		Source:  "s3://models/" + strings.Repeat("s", registry.MaxSourceLen-len("s3://models/")),
+		RunLink: "http://runs/" + strings.Repeat("r", registry.MaxRunLinkLen-len("http://runs/")),
+	}
+	v := e.createVersion(t, edge)
+	if got := e.getVersion(t, "m", v.Version); got.Description != desc || got.Source != edge.Source || got.RunLink != edge.RunLink {
+		t.Fatalf("version at the limits not stored as given: %.40q %.40q %.40q", got.Description, got.Source, got.RunLink)
+	}
+
+	long := strings.Repeat("d", registry.MaxDescriptionLen+1)
+	_, err = e.s.CreateModel(e.ctx, "long", long, nil)
+	wantErr(t, "CreateModel with a long description", err, forecast.EINVALID, "description")
+	_, err = e.s.GetModel(e.ctx, "long")
+	wantErr(t, "GetModel after a refused CreateModel", err, forecast.ENOTFOUND, "")
+	_, err = e.s.UpdateModel(e.ctx, "m", long)
+	wantErr(t, "UpdateModel with a long description", err, forecast.EINVALID, "description")
+	_, err = e.s.UpdateVersion(e.ctx, "m", v.Version, long)
+	wantErr(t, "UpdateVersion with a long description", err, forecast.EINVALID, "description")
+
+	for _, tc := range []struct {
+		note, field string
+		nv          registry.NewVersion
+	}{
+		{"long description", "description", registry.NewVersion{Name: "m", Source: "s3://m", Description: long}},
+		{"long source", "source", registry.NewVersion{Name: "m", Source: edge.Source + "s"}},
+		{"long run_link", "run_link", registry.NewVersion{Name: "m", Source: "s3://m", RunLink: edge.RunLink + "r"}},
+	} {
+		_, err := e.s.CreateVersion(e.ctx, tc.nv)
+		wantErr(t, "CreateVersion with a "+tc.note, err, forecast.EINVALID, tc.field)
+	}
+	if got := e.getModel(t, "m"); got.Description != desc {
+		t.Fatalf("refused updates changed the model's description to %.40q", got.Description)
+	}
+	if got := e.getVersion(t, "m", v.Version); got.Description != desc {
+		t.Fatalf("a refused update changed the version's description to %.40q", got.Description)
+	}
+	if next := e.newVersion(t, "m"); next.Version != v.Version+1 {
+		t.Fatalf("after refused creates the next version is %d, want %d", next.Version, v.Version+1)
+	}
 }
