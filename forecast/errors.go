@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -99,4 +100,33 @@ func Clip(s string, n int) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// ErrorSummary says in a fixed phrase what kind of failure err is, never
+// its message: for notes anyone may read, such as /readyz, where a message
+// could name a path, a host or a URI. Log the error itself. "" for nil.
+func ErrorSummary(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	switch ErrorCode(err) {
+	case EINVALID:
+		return "refused as invalid"
+	case EINFEASIBLE:
+		return "infeasible"
+	case ENOTFOUND:
+		return "not found"
+	case ECONFLICT:
+		return "conflict"
+	case EUNAUTHORIZED:
+		return "access denied"
+	case EUNAVAILABLE:
+		return "unavailable"
+	}
+	return "internal error"
 }
