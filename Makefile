@@ -44,7 +44,8 @@ run: build $(MODELS)/.done
 	@echo "(alias champion) switches what serves, live: see README, 'Model registry'."
 	@echo
 	exec $(BIN)/carbongate --addr $(ADDR) --models $(MODELS) --clock replay --replay-start $(REPLAY_START) --drain-delay 0s \
-		--registry $(CACHE)/registry.db --registry-cache-dir $(CACHE)/registry-models
+		--registry $(CACHE)/registry.db --registry-cache-dir $(CACHE)/registry-models \
+		--artifact-sources $(CURDIR)/$(CACHE)/models,$(CURDIR)/$(CACHE)/artifacts
 
 vet:
 	$(GO) vet ./...

@@ -18,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/models/backfill/progress"
 	"github.com/carbongate/carbongate/registry"
 	regconnect "github.com/carbongate/carbongate/registry/connect"
+	"github.com/carbongate/carbongate/registry/fetch"
 	"github.com/carbongate/carbongate/registry/s3"
 )
 
@@ -36,6 +37,7 @@ type backfillOpts struct {
 	model, models         string
 	endpoint, registry    string
 	artifactsDestination  string
+	fetch                 fetch.Fetcher // --artifact-sources, --artifact-max-bytes
 	store, data, signal   string
 	job                   string
 	workers, batch        int
@@ -56,7 +58,8 @@ func (o *backfillOpts) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&o.models, "models", "", "models `dir` written by carbonctl train, run in process (instead of the registry)")
 	fs.StringVar(&o.endpoint, "endpoint", "", "OIP server `URL` to call instead of loading models: http(s)://host:port (REST) or grpc://host:port; {zone} allowed")
 	fs.StringVar(&o.registry, "registry", firstEnv(getenv, envRegistry, "MLFLOW_TRACKING_URI"), "model registry of --model: postgres://, crate://, http(s):// or a file (default $CARBONGATE_REGISTRY, then $MLFLOW_TRACKING_URI; token from $MLFLOW_TRACKING_TOKEN)")
-	fs.StringVar(&o.artifactsDestination, "artifacts-destination", "", "where mlflow-artifacts:/ locations live (the MLflow server's --artifacts-destination)")
+	fs.StringVar(&o.artifactsDestination, "artifacts-destination", "", "where mlflow-artifacts:/ locations live (the MLflow server's --artifacts-destination); versions are fetched from under it")
+	o.fetch.Flags(fs)
 	fs.StringVar(&o.store, "store", getenv(envStore), "forecast store `URL`: postgres:// or crate:// (default $CARBONGATE_STORE)")
 	fs.StringVar(&o.data, "data", "", "history from a data `dir` or bundled (default: the store's observed signals)")
 	fs.StringVar(&o.signal, "signal", string(forecast.SignalLifecycle), "signal: direct or lifecycle")
@@ -291,7 +294,7 @@ func (o *backfillOpts) fromRegistry(ctx context.Context, sig forecast.Signal, zo
 		return nil, nil, err
 	}
 	release := func() { os.RemoveAll(tmp) }
-	rs := backfill.RegistrySource{Store: reg, ArtifactsDestination: o.artifactsDestination, S3: s3.ConfigFromEnv(os.Getenv), CacheDir: tmp}
+	rs := backfill.RegistrySource{Store: reg, ArtifactsDestination: o.artifactsDestination, Fetch: o.fetch, S3: s3.ConfigFromEnv(os.Getenv), CacheDir: tmp}
 	ms, err := rs.Models(ctx, o.model, sig, zones)
 	if err != nil {
 		release()

@@ -188,7 +188,7 @@ func storeArtifacts(ctx context.Context, dir, base, name string) (uploaded, erro
 		if err != nil {
 			return uploaded{}, err
 		}
-		if err := (fetch.Fetcher{}).Fetch(ctx, dir, abs); err != nil {
+		if err := (fetch.Fetcher{Sources: []string{dir}}).Fetch(ctx, dir, abs); err != nil {
 			return uploaded{}, err
 		}
 		return uploaded{location: abs, undo: func() { os.RemoveAll(abs) }}, nil

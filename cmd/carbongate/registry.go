@@ -33,6 +33,9 @@ type Registry struct {
 	Poll      time.Duration // --registry-poll
 	CacheDir  string        // --registry-cache-dir
 	Artifacts string        // --artifacts-destination (mlflow-artifacts:/ root)
+	// Fetch holds --artifact-sources and --artifact-max-bytes: where
+	// versions may be fetched from, and how much.
+	Fetch fetch.Fetcher
 
 	store  *lazy.Store
 	models *live.Models
@@ -46,7 +49,8 @@ func (r *Registry) flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.Alias, "registry-alias", registry.ChampionAlias, "the alias whose versions serve")
 	fs.DurationVar(&r.Poll, "registry-poll", watch.DefaultInterval, "how often the alias table is read when the database cannot notify")
 	fs.StringVar(&r.CacheDir, "registry-cache-dir", "", "where fetched model versions are kept (default: a directory under the user cache dir)")
-	fs.StringVar(&r.Artifacts, "artifacts-destination", "", "what mlflow-artifacts:/ locations map to (the MLflow server's --artifacts-destination), e.g. s3://bucket/mlartifacts")
+	fs.StringVar(&r.Artifacts, "artifacts-destination", "", "what mlflow-artifacts:/ locations map to (the MLflow server's --artifacts-destination), e.g. s3://bucket/mlartifacts; versions are fetched from under it")
+	r.Fetch.Flags(fs)
 }
 
 // open connects (in the background when the database is down) and builds
@@ -71,7 +75,11 @@ func (r *Registry) open(m *Main, hist forecast.History) (embedded.ModelSet, erro
 		}
 		r.CacheDir = filepath.Join(base, "carbongate", "registry-models")
 	}
-	f := fetch.Fetcher{ArtifactsDestination: r.Artifacts}
+	f := r.Fetch
+	f.ArtifactsDestination = r.Artifacts
+	if r.Artifacts == "" && len(f.Sources) == 0 {
+		m.Logger.Warn("no --artifacts-destination or --artifact-sources: no model version can be fetched from the registry")
+	}
 	if c, err := s3.NewClient(s3.ConfigFromEnv(os.Getenv)); err == nil {
 		f.S3 = c
 	} else {
@@ -143,7 +151,7 @@ func (r *Registry) checks() map[string]string {
 	}
 	if !r.store.Connected() {
 		_, err := r.store.AliasTargets(context.Background())
-		return map[string]string{"registry": "database unreachable (" + forecast.ErrorMessage(err) + "); serving the models directory, baseline and climatology"}
+		return map[string]string{"registry": "database unreachable (" + forecast.ErrorSummary(err) + "); serving the models directory, baseline and climatology"}
 	}
 	return map[string]string{"registry": r.models.Status().String()}
 }

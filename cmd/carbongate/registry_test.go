@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,7 +86,8 @@ func TestRegistryPromotion(t *testing.T) {
 		sources = append(sources, src)
 	}
 	m, _ := startMain(t, "--registry", filepath.Join(dir, "registry.db"), "--registry-token", "s3cret",
-		"--registry-poll", "50ms", "--registry-cache-dir", filepath.Join(dir, "cache"), "--drain-delay", "0s")
+		"--registry-poll", "50ms", "--registry-cache-dir", filepath.Join(dir, "cache"), "--drain-delay", "0s",
+		"--artifact-sources", strings.Join(sources, ","))
 	base := m.URL()
 	if code, body := mlflowCall(t, base, "POST", "registered-models/create", "", map[string]any{"name": "carbon-forecaster-DE"}); code != 401 {
 		t.Fatalf("write without the token: %d %s, want 401", code, body)
@@ -133,8 +135,8 @@ func TestRegistryDownAtStartup(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"registry":"database unreachable`) {
-		t.Fatalf("readyz %d %s", resp.StatusCode, b)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"registry":"database unreachable`) || strings.Contains(string(b), "127.0.0.1") {
+		t.Fatalf("readyz %d %s, want the registry unreachable without its address", resp.StatusCode, b)
 	}
 	if code, body := mlflowCall(t, m.URL(), "GET", "registered-models/get?name=carbon-forecaster-DE", "", nil); code != 503 || !strings.Contains(body, "TEMPORARILY_UNAVAILABLE") {
 		t.Fatalf("registry API while the database is down: %d %s", code, body)
@@ -150,5 +152,52 @@ func TestRegistryDownAtStartup(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "registry unreachable; retrying in the background") {
 		t.Fatalf("no warning logged:\n%s", logs)
+	}
+}
+
+// TestRegistryUntrustedSource: a version whose source is a local directory
+// outside --artifact-sources (here /etc) is not copied and does not serve;
+// /readyz, which is public, names the version but no path, and the log
+// has the details.
+func TestRegistryUntrustedSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	m, logs := startMain(t, "--registry", filepath.Join(dir, "registry.db"), "--registry-token", "s3cret",
+		"--registry-poll", "50ms", "--registry-cache-dir", cache, "--drain-delay", "0s",
+		"--artifact-sources", filepath.Join(dir, "models"))
+	base := m.URL()
+	for _, call := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"registered-models/create", map[string]any{"name": "carbon-forecaster-DE"}},
+		{"model-versions/create", map[string]any{"name": "carbon-forecaster-DE", "source": "/etc"}},
+		{"registered-models/alias", map[string]any{"name": "carbon-forecaster-DE", "alias": "champion", "version": "1"}},
+	} {
+		if code, body := mlflowCall(t, base, "POST", call.path, "s3cret", call.body); code != 200 {
+			t.Fatalf("%s: %d %s", call.path, code, body)
+		}
+	}
+	var note string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if note = string(b); strings.Contains(note, "carbon-forecaster-DE version 1") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(note, "carbon-forecaster-DE version 1: refused as invalid") || strings.Contains(note, "/etc") {
+		t.Fatalf("readyz %s, want the failed version named without its path", note)
+	}
+	if !strings.Contains(logs.String(), "/etc is outside the allowed artifact sources") {
+		t.Fatalf("the log does not say why:\n%s", logs)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(cache, "carbon-forecaster-DE")); len(ents) > 0 {
+		t.Fatalf("copied into the cache: %v", ents)
 	}
 }

@@ -99,13 +99,13 @@ func (s *Store) checks() map[string]string {
 	}
 	out := map[string]string{"store": "connected"}
 	if err := s.conn.err(); err != nil {
-		out["store"] = "unreachable (" + forecast.ErrorMessage(err) + "); forecasts fall back to the baseline and climatology"
+		out["store"] = "unreachable (" + forecast.ErrorSummary(err) + "); forecasts fall back to the baseline and climatology"
 	}
 	if s.poller != nil {
 		var bad []string
 		for _, st := range s.poller.Status() {
-			if st.LastError != "" {
-				bad = append(bad, fmt.Sprintf("%s %s/%s: %s", st.Source, st.Zone, st.Signal, st.LastError))
+			if st.LastError != "" { // logged by the poller; it may name URLs
+				bad = append(bad, fmt.Sprintf("%s %s/%s: the last round failed", st.Source, st.Zone, st.Signal))
 			}
 		}
 		out["ingest"] = "ok"

@@ -46,6 +46,9 @@ type RegistryConfig struct {
 	// ArtifactsDestination is what mlflow-artifacts:/ locations map to
 	// (the MLflow server's --artifacts-destination).
 	ArtifactsDestination string
+	// Fetch holds --artifact-sources and --artifact-max-bytes: the other
+	// locations versions may be fetched from, and how much.
+	Fetch fetch.Fetcher
 	// PollInterval is how often the registry is read for a new version.
 	PollInterval time.Duration
 	// Store, when set, is used instead of a client of URI (tests).
@@ -72,7 +75,8 @@ func (m *Main) registryFlags(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&r.Model, "model", r.Model, "serve a registered model version and follow it: models:/NAME@ALIAS, models:/NAME/latest, models:/NAME/STAGE or models:/NAME/N (excludes --model_dir and --models)")
 	fs.StringVar(&r.URI, "registry-uri", r.URI, "the MLflow model registry of --model (an MLflow server or carbongate, http[s]://…); default $MLFLOW_TRACKING_URI")
-	fs.StringVar(&r.ArtifactsDestination, "artifacts-destination", r.ArtifactsDestination, "where mlflow-artifacts:/ locations live (the MLflow server's --artifacts-destination, e.g. s3://bucket/mlartifacts)")
+	fs.StringVar(&r.ArtifactsDestination, "artifacts-destination", r.ArtifactsDestination, "where mlflow-artifacts:/ locations live (the MLflow server's --artifacts-destination, e.g. s3://bucket/mlartifacts); versions are fetched from under it")
+	r.Fetch.Flags(fs)
 	fs.DurationVar(&r.PollInterval, "registry-poll-interval", r.PollInterval, "how often --model reads the registry for a newly promoted version")
 }
 
@@ -198,7 +202,8 @@ func (m *Main) resolveRetrying(ctx context.Context) (registry.ModelVersion, erro
 // hash with v's number.
 func (m *Main) fetchVersion(ctx context.Context, v registry.ModelVersion) (string, error) {
 	f := m.reg
-	fe := fetch.Fetcher{ArtifactsDestination: m.Registry.ArtifactsDestination}
+	fe := m.Registry.Fetch
+	fe.ArtifactsDestination = m.Registry.ArtifactsDestination
 	loc, err := fe.Resolve(v.ArtifactLocation())
 	if err != nil {
 		return "", err
@@ -220,6 +225,7 @@ func (m *Main) fetchVersion(ctx context.Context, v registry.ModelVersion) (strin
 	}
 	hash, err := serve.Version(dir)
 	if err != nil {
+		_ = os.RemoveAll(dir) // not a model: keep no copy
 		return "", fmt.Errorf("%s version %d: %w", v.Name, v.Version, err)
 	}
 	f.labels.set(hash, v.Version)
@@ -373,6 +379,9 @@ func (m *Main) swapTo(ctx context.Context, n int64) error {
 	}
 	if err != nil {
 		_ = f.point(prev) // later reloads keep the served version
+		if dir != prev {
+			_ = os.RemoveAll(dir) // it did not load: keep no copy
+		}
 		return err
 	}
 	f.served, f.dir = n, dir

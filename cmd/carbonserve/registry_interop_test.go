@@ -75,7 +75,7 @@ func TestServeFromMLflowRegistry(t *testing.T) {
 	}
 	m, logs := startRegistryMain(t, func(k string) string { return env[k] }, nil,
 		"--model", "models:/"+name+"@champion", "--artifacts-destination", mf.ArtifactsDestination,
-		"--cache-dir", t.TempDir(), "--registry-poll-interval", "200ms")
+		"--artifact-sources", "s3://"+bucket+"/models", "--cache-dir", t.TempDir(), "--registry-poll-interval", "200ms")
 	c := clients(t, m)["rest"]
 	_, h, starts := forecastRequest(2)
 	v1 := served{"1", servetest.Want(t, m1, h, starts)}

@@ -27,7 +27,8 @@ func startRegistryMain(t *testing.T, env func(string) string, setup func(*Main),
 	logs := &syncBuffer{}
 	m.Stderr, m.Getenv = logs, env
 	m.DrainDelay = 0
-	if err := m.ParseFlags(append([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0"}, args...)); err != nil {
+	// The tests' model directories are temporary directories.
+	if err := m.ParseFlags(append([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0", "--artifact-sources", os.TempDir()}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	if setup != nil {
@@ -157,8 +158,9 @@ func TestRegistryFollowsAlias(t *testing.T) {
 	if err := st.SetAlias(ctx, name, "champion", 1); err != nil {
 		t.Fatal(err)
 	}
+	cache := t.TempDir()
 	m, logs := startRegistryMain(t, noEnv, func(m *Main) { m.Registry.Store = st },
-		"--model", "models:/"+name+"@champion", "--cache-dir", t.TempDir(), "--registry-poll-interval", "50ms")
+		"--model", "models:/"+name+"@champion", "--cache-dir", cache, "--registry-poll-interval", "50ms")
 	_, h, starts := forecastRequest(2)
 	v1 := served{"1", servetest.Want(t, m1, h, starts)}
 	v2 := served{"2", servetest.Want(t, m2, h, starts)}
@@ -201,6 +203,9 @@ func TestRegistryFollowsAlias(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLog(t, logs, "new model version not served")
+	if _, err := os.Stat(filepath.Join(cache, "registry", "m-"+name, "v3")); !os.IsNotExist(err) {
+		t.Fatalf("the copy of version 3, which did not load, stays: %v", err)
+	}
 	if err := st.DeleteAlias(ctx, name, "champion"); err != nil {
 		t.Fatal(err)
 	}
@@ -338,5 +343,38 @@ func TestRegistryFlags(t *testing.T) {
 				t.Fatalf("resolveSources = %v, want an error about %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRegistryUntrustedSource: a version whose source lies outside
+// --artifact-sources and --artifacts-destination is not fetched.
+func TestRegistryUntrustedSource(t *testing.T) {
+	t.Parallel()
+	const name = "carbon-forecaster-ES"
+	ctx := context.Background()
+	st := openEmbedded(t)
+	if _, err := st.CreateModel(ctx, name, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateVersion(ctx, registry.NewVersion{Name: name, Source: "/etc"}); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMain()
+	m.Stderr, m.Getenv, m.DrainDelay = &syncBuffer{}, noEnv, 0
+	cache := t.TempDir()
+	if err := m.ParseFlags([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0",
+		"--model", "models:/" + name + "/1", "--cache-dir", cache}); err != nil {
+		t.Fatal(err)
+	}
+	m.Registry.Store = st
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := m.LoadErr(); err == nil || !strings.Contains(err.Error(), "outside the allowed artifact sources") {
+		t.Fatalf("load: %v, want the source refused", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(cache, "registry", "m-"+name)); len(ents) > 0 {
+		t.Fatalf("copied into the cache: %v", ents)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -84,6 +85,8 @@ type Models struct {
 type Status struct {
 	Synced   time.Time // last sync that loaded every aliased version; zero before the first
 	Err      error     // the last sync's load error, nil when every version loaded
+	Failed   string    // the model whose version failed with Err
+	FailedV  int64     // and that version
 	ReadErr  error     // the last read of the alias table failed (database down)
 	Versions map[string]int64
 }
@@ -162,6 +165,7 @@ func (m *Models) Sync(ctx context.Context, targets []registry.AliasTarget) {
 	next := map[string]*loaded{}
 	var changed []Changed
 	var firstErr error
+	var failed string
 	for name, v := range want {
 		if l := m.byN[name]; l != nil && l.version == v {
 			next[name] = l
@@ -171,7 +175,7 @@ func (m *Models) Sync(ctx context.Context, targets []registry.AliasTarget) {
 		if err != nil {
 			m.log.Error("promoted version not loaded; the previous one keeps serving", "model", name, "version", v, "error", err)
 			if firstErr == nil {
-				firstErr = err
+				firstErr, failed = err, name
 			}
 			if old := m.byN[name]; old != nil {
 				next[name] = old
@@ -199,7 +203,7 @@ func (m *Models) Sync(ctx context.Context, targets []registry.AliasTarget) {
 		versions[n] = l.version
 	}
 	m.mu.Lock()
-	m.stat.Err, m.stat.Versions = firstErr, versions
+	m.stat.Err, m.stat.Failed, m.stat.FailedV, m.stat.Versions = firstErr, failed, want[failed], versions
 	if firstErr == nil {
 		m.stat.Synced = time.Now()
 	}
@@ -210,7 +214,7 @@ func (m *Models) Sync(ctx context.Context, targets []registry.AliasTarget) {
 }
 
 // load fetches and loads one version, checking that the model fits its
-// registered name.
+// registered name. A copy that does not load is removed.
 func (m *Models) load(ctx context.Context, name string, version int64) (*loaded, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
@@ -222,6 +226,18 @@ func (m *Models) load(ctx context.Context, name string, version int64) (*loaded,
 	if err := m.cfg.Fetcher.Fetch(ctx, mv.ArtifactLocation(), dir); err != nil {
 		return nil, err
 	}
+	l, err := m.open(dir, name, version)
+	if err != nil {
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			m.log.Warn("removing a copy that did not load", "model", name, "version", version, "error", rerr)
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// open loads the model fetched into dir as version of name.
+func (m *Models) open(dir, name string, version int64) (*loaded, error) {
 	mdl, err := artifact.Load(dir)
 	if err != nil {
 		return nil, err
@@ -239,16 +255,19 @@ func (m *Models) load(ctx context.Context, name string, version int64) (*loaded,
 	return &loaded{name: name, version: version, key: key{zone, meta.Signal}, fc: fc}, nil
 }
 
-// String describes the status for /readyz.
+// String describes the status for /readyz, which anyone may read: it
+// says what failed (the model, the version, the kind of error) but never
+// an error's message, which may name paths or URIs; Sync logs those.
 func (s Status) String() string {
 	if s.ReadErr != nil {
-		return fmt.Sprintf("registry unreachable (%s); serving the %d versions loaded before", forecast.ErrorMessage(s.ReadErr), len(s.Versions))
+		return fmt.Sprintf("registry unreachable (%s); serving the %d versions loaded before", forecast.ErrorSummary(s.ReadErr), len(s.Versions))
 	}
 	if s.Err != nil {
+		what := fmt.Sprintf("%s version %d: %s; see the log", s.Failed, s.FailedV, forecast.ErrorSummary(s.Err))
 		if s.Synced.IsZero() {
-			return fmt.Sprintf("registry not read yet: %s; serving without registry models", forecast.ErrorMessage(s.Err))
+			return "registry models not loaded yet (" + what + "); serving without them"
 		}
-		return fmt.Sprintf("a promoted version failed to load (%s); serving the versions loaded at %s", forecast.ErrorMessage(s.Err), s.Synced.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("a promoted version failed to load (%s); serving the versions loaded at %s", what, s.Synced.UTC().Format(time.RFC3339))
 	}
 	if s.Synced.IsZero() {
 		return "registry not read yet"

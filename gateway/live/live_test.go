@@ -2,8 +2,11 @@ package live_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 )
 
 type fixture struct {
+	cache   string // the fetched versions
 	store   *embedded.Store
 	models  *live.Models
 	mu      sync.Mutex
@@ -36,9 +40,10 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{store: s}
+	f := &fixture{store: s, cache: t.TempDir()}
 	f.models, err = live.New(live.Config{
-		Store: s, Fetcher: fetch.Fetcher{}, History: history.New(tables), CacheDir: t.TempDir(),
+		// The models are saved in test temporary directories.
+		Store: s, Fetcher: fetch.Fetcher{Sources: []string{os.TempDir()}}, History: history.New(tables), CacheDir: f.cache,
 		Watch: func(ctx context.Context, fn func([]registry.AliasTarget)) error { return nil },
 		OnChange: func(c []live.Changed) {
 			f.mu.Lock()
@@ -184,5 +189,37 @@ func TestWrongZone(t *testing.T) {
 	}
 	if st := f.models.Status(); st.Err == nil {
 		t.Fatal("no error reported")
+	}
+	if _, err := os.Stat(filepath.Join(f.cache, de, "1")); !os.IsNotExist(err) {
+		t.Fatalf("the copy of the refused version stays in the cache: %v", err)
+	}
+}
+
+// TestUntrustedSource: a version whose source lies outside the allowed
+// sources is not copied, and the status, which /readyz shows to anyone,
+// names the model and version but no path.
+func TestUntrustedSource(t *testing.T) {
+	f := newFixture(t)
+	de := registry.ModelName("DE")
+	if _, err := f.store.CreateModel(context.Background(), de, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"/etc", "/etc/passwd"} {
+		v, err := f.store.CreateVersion(context.Background(), registry.NewVersion{Name: de, Source: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.promote(t, de, v.Version)
+		st := f.models.Status()
+		if st.Err == nil || f.models.Zone("DE", forecast.SignalLifecycle) != nil {
+			t.Fatalf("%s: status %+v, want a load error and nothing served", src, st)
+		}
+		note := st.String()
+		if strings.Contains(note, "/etc") || !strings.Contains(note, fmt.Sprintf("%s version %d", de, v.Version)) {
+			t.Fatalf("%s: status note %q shows a path or does not name the version", src, note)
+		}
+		if ents, err := os.ReadDir(filepath.Join(f.cache, de)); err == nil && len(ents) > 0 {
+			t.Fatalf("%s: copied into the cache: %v", src, ents)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,6 +65,9 @@ type RegistrySource struct {
 	// ArtifactsDestination maps mlflow-artifacts:/ locations (the MLflow
 	// server's --artifacts-destination).
 	ArtifactsDestination string
+	// Fetch gives the other locations versions may be fetched from and
+	// the size limits (fetch.Fetcher's Sources, MaxBytes, MaxFiles).
+	Fetch fetch.Fetcher
 	// S3 configures the client for s3:// locations.
 	S3 s3.Config
 	// CacheDir receives the fetched versions (a directory per version).
@@ -79,7 +83,8 @@ type RegistrySource struct {
 // version or alias that does not exist.
 func (rs RegistrySource) Models(ctx context.Context, template string, signal forecast.Signal, zones []forecast.Zone) (map[forecast.Zone]Model, error) {
 	timeout := cmp.Or(rs.Timeout, time.Minute)
-	fe := fetch.Fetcher{ArtifactsDestination: rs.ArtifactsDestination}
+	fe := rs.Fetch
+	fe.ArtifactsDestination = rs.ArtifactsDestination
 	out := make(map[forecast.Zone]Model, len(zones))
 	type load struct {
 		m  models.Model
@@ -123,9 +128,11 @@ func (rs RegistrySource) Models(ctx context.Context, template string, signal for
 		}
 		m, err := artifact.Load(dir)
 		if err != nil {
+			os.RemoveAll(dir) // keep no copy of a version that does not load
 			return nil, modelErr(err, "%s version %d: %s", ref.Name, v.Version, forecast.ErrorMessage(err))
 		}
 		if err := fits(m, z, signal); err != nil {
+			os.RemoveAll(dir)
 			return nil, err
 		}
 		bm := InProcessModel(m, strconv.FormatInt(v.Version, 10))

@@ -9,6 +9,7 @@ import (
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
+	"github.com/carbongate/carbongate/registry/fetch"
 )
 
 // A models:/ URI resolves through the registry to the alias's version,
@@ -37,7 +38,7 @@ func TestRegistrySourceModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := t.TempDir()
-	rs := RegistrySource{Store: reg, CacheDir: cache}
+	rs := RegistrySource{Store: reg, CacheDir: cache, Fetch: fetch.Fetcher{Sources: []string{src}}}
 	got, err := rs.Models(ctx, "models:/carbon-forecaster-generic@champion", m.Meta().Signal, []forecast.Zone{"DE", "SE"})
 	if err != nil {
 		t.Fatal(err)

@@ -70,3 +70,20 @@ func TestFetchRejectsTraversalBeforeDownloading(t *testing.T) {
 		t.Fatalf("empty prefix: %v, want ENOTFOUND", err)
 	}
 }
+
+// TestFetchLimitedRefusesBeforeDownloading: a listing over the limits
+// fails before any object is read.
+func TestFetchLimitedRefusesBeforeDownloading(t *testing.T) {
+	t.Parallel()
+	keys := []string{"m/MLmodel", "m/a", "m/b"} // 1 byte each
+	for _, lim := range []Limits{{MaxObjects: 2}, {MaxBytes: 2}} {
+		dst := filepath.Join(t.TempDir(), "out")
+		_, err := FetchLimited(context.Background(), lister{t, keys}, "s3://b/m", dst, lim)
+		if forecast.ErrorCode(err) != forecast.EINVALID {
+			t.Fatalf("%+v: err=%v, want EINVALID", lim, err)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(dst)); len(ents) != 0 {
+			t.Fatalf("%+v: leftovers: %v", lim, ents)
+		}
+	}
+}

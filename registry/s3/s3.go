@@ -176,6 +176,30 @@ type Result struct {
 // anything is downloaded. ctx bounds the whole download; without a
 // deadline DefaultTimeout applies.
 func Fetch(ctx context.Context, api API, uri, dst string) (Result, error) {
+	return FetchLimited(ctx, api, uri, dst, Limits{})
+}
+
+// Limits cap what FetchLimited downloads; 0 is no limit.
+type Limits struct {
+	MaxBytes   int64 // the objects' total size
+	MaxObjects int
+}
+
+// check: EINVALID when the listing objs passes lim.
+func (lim Limits) check(loc Location, objs []Object) error {
+	var total int64
+	for _, o := range objs {
+		total += o.Size
+	}
+	if (lim.MaxObjects > 0 && len(objs) > lim.MaxObjects) || (lim.MaxBytes > 0 && total > lim.MaxBytes) {
+		return forecast.Errorf(forecast.EINVALID, "%s holds %d objects of %d bytes, over the limits of %d objects and %d bytes", loc, len(objs), total, lim.MaxObjects, lim.MaxBytes)
+	}
+	return nil
+}
+
+// FetchLimited is Fetch refusing (EINVALID, before downloading anything)
+// a listing over lim.
+func FetchLimited(ctx context.Context, api API, uri, dst string, lim Limits) (Result, error) {
 	loc, err := ParseURI(uri)
 	if err != nil {
 		return Result{}, err
@@ -184,6 +208,9 @@ func Fetch(ctx context.Context, api API, uri, dst string) (Result, error) {
 	defer cancel()
 	objs, err := List(ctx, api, loc)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := lim.check(loc, objs); err != nil {
 		return Result{}, err
 	}
 	dst = filepath.Clean(dst)
@@ -232,7 +259,7 @@ func download(ctx context.Context, api API, bucket string, o Object, file string
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, obj)
+	n, err := io.Copy(f, io.LimitReader(obj, o.Size+1)) // never more than listed
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

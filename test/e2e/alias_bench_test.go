@@ -74,7 +74,7 @@ func BenchmarkAliasLookup(b *testing.B) {
 	call(t, mf.URL, "POST", "registered-models/alias", "", map[string]any{"name": name, "alias": "champion", "version": "1"})
 	env := []string{"AWS_ENDPOINT_URL=" + w.Endpoint, "AWS_ACCESS_KEY_ID=" + w.AccessKey,
 		"AWS_SECRET_ACCESS_KEY=" + w.SecretKey, "AWS_REGION=" + w.Region}
-	base := startGateway(t, bin, dbURL, env)
+	base := startGateway(t, bin, dbURL, env, "--artifact-sources", "s3://"+bucket)
 
 	const workers, d = 16, 5 * time.Second
 	aliasRate(t, mf.URL, workers, time.Second) // warm both

@@ -107,7 +107,7 @@ func TestMLflowClientAgainstCarbongate(t *testing.T) {
 		sum := sha256.Sum256(b)
 		args = append(args, "--expect-file", e.Name()+"="+hex.EncodeToString(sum[:]))
 	}
-	base := startGateway(t, bin, dbURL, nil, "--registry-token", "e2e-token")
+	base := startGateway(t, bin, dbURL, nil, "--registry-token", "e2e-token", "--artifact-sources", "s3://"+bucket)
 	report, code := services.RunMLflowClient(t, base, services.AWSEnv(w), args...)
 	if code != 0 || failLine.MatchString(report) {
 		t.Fatalf("check_mlflow_client.py against carbongate: exit %d\n%s", code, report)
@@ -136,7 +136,7 @@ func TestSharedDatabaseWithMLflow(t *testing.T) {
 
 	env := []string{"AWS_ENDPOINT_URL=" + w.Endpoint, "AWS_ACCESS_KEY_ID=" + w.AccessKey,
 		"AWS_SECRET_ACCESS_KEY=" + w.SecretKey, "AWS_REGION=" + w.Region}
-	base := startGateway(t, bin, dbURL, env)
+	base := startGateway(t, bin, dbURL, env, "--artifact-sources", "s3://"+bucket)
 	hc := &http.Client{Timeout: 10 * time.Second}
 	waitVersion(t, hc, base, "1", 20*time.Second)
 

@@ -89,7 +89,8 @@ func TestPromotionUnderLoad(t *testing.T) {
 			p := services.FreePort(t)
 			base = fmt.Sprintf("http://127.0.0.1:%d", p)
 			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", p), "--registry", dbURL, "--registry-poll", "500ms",
-				"--registry-cache-dir", t.TempDir(), "--drain-delay", "0s", "--access-log=false"}
+				"--registry-cache-dir", t.TempDir(), "--drain-delay", "0s", "--access-log=false",
+				"--artifact-sources", "s3://" + bucket + "/registry"}
 		},
 		Ready: func(ctx context.Context) error { return services.HTTPReady(base + "/readyz")(ctx) },
 	})

@@ -34,6 +34,7 @@ registry:
   uriSecret: {name: carbongate-registry}
   tokenSecret: {name: carbongate-registry-token}
   artifactsDestination: s3://carbongate-models/mlartifacts
+  artifactSources: [s3://carbongate-models/registry, s3://carbongate-models/models]
 s3:
   enabled: true
   endpoint: http://seaweedfs-s3.storage.svc:8333
@@ -161,7 +162,7 @@ ingest: {wattTime: {regions: {US-CAL-CISO: CAISO_NORTH}, credentialsSecret: {nam
 		values: `
 gateway: {clock: system}
 store: {enabled: true, uriSecret: {name: pg-store}}
-registry: {enabled: true, uriSecret: {name: pg-registry}, artifactsDestination: s3://carbongate-models/mlartifacts}
+registry: {enabled: true, uriSecret: {name: pg-registry}, artifactsDestination: s3://carbongate-models/mlartifacts, artifactSources: [s3://carbongate-models/registry]}
 s3: {enabled: true, endpoint: http://seaweedfs-s3.storage.svc:8333, credentialsSecret: {name: s3-keys}}
 backfill:
   enabled: true

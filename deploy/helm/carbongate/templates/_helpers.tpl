@@ -199,6 +199,9 @@ Job of `carbonctl deploy render --backfill`.
 {{- with .Values.registry.artifactsDestination }}
 - {{ printf "--artifacts-destination=%s" . | quote }}
 {{- end }}
+{{- with .Values.registry.artifactSources }}
+- {{ printf "--artifact-sources=%s" (join "," .) | quote }}
+{{- end }}
 {{- with $b.args }}
 {{ toYaml . }}
 {{- end }}
