@@ -1,18 +1,23 @@
-// Package embedded is a registry.Store kept in one local JSON file, for
+// Package embedded is a registry.Store kept in a local JSON file, for
 // running carbongate without a database (make run) and for tests. It
 // follows the same contract as the PostgreSQL and CrateDB stores: MLflow's
 // semantics, soft-deleted versions, version numbers never reused.
 //
-// Every write builds the next state from a copy of the current one and
-// saves it whole (a temporary file in the same directory, fsync, rename,
-// fsync of the directory) before the store switches to it, so a write that
-// fails leaves both the file and the store as they were. A process holds
-// an exclusive lock on path+".lock" while the store is open: a second
-// process (or a second Open) gets EUNAVAILABLE instead of two writers
-// overwriting each other. The file carries a format name and version;
-// files of another format, another version or with unknown fields are
-// refused. Reads run in parallel; writes are serialized, which also makes
-// version allocation race-free.
+// The registry is a snapshot (path) plus a journal of the writes since
+// (path+".journal", see journal.go). A write changes copies of the models
+// it touches, appends them (only the versions it changed) to the journal
+// and syncs it before the store switches to them, so a write costs what
+// it changes, not the size of the registry, and a write that fails leaves
+// the store as it was. Once the journal outgrows the snapshot it is folded
+// into a new one (a temporary file, fsync, rename, fsync of the
+// directory). A killed process loses no write that returned: Open replays
+// the journal and drops a record cut short. A process holds an exclusive
+// lock on path+".lock" while the store is open: a second process (or a
+// second Open) gets EUNAVAILABLE instead of two writers overwriting each
+// other. The snapshot carries a format name and version; files of another
+// format, a newer version or with unknown fields are refused. Reads run in
+// parallel; writes are serialized, which also makes version allocation
+// race-free.
 //
 // Errors are *forecast.Error values as registry.Store documents them, and
 // EUNAVAILABLE when the file cannot be read, written or locked, or the
@@ -24,7 +29,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -38,16 +42,23 @@ type Store struct {
 	path string
 	now  func() time.Time
 	lock *os.File
-	// save persists a state's bytes; saveFile unless a test injects a
-	// failure.
-	save func(path string, data []byte) error
+	// save writes a snapshot, writeAt and syncFile the journal: saveFile,
+	// (*os.File).WriteAt and Sync unless a test injects a failure.
+	save     func(path string, data []byte) error
+	writeAt  func(f *os.File, b []byte, off int64) (int, error)
+	syncFile func(f *os.File) error
+	// compactMin is the journal size below which it is not folded into
+	// the snapshot: compactMin unless a test wants compactions.
+	compactMin int64
 
-	mu     sync.RWMutex
-	st     *state // replaced, never modified, by writes
-	closed bool
-	// broken is set when a save failed after the rename: the file may hold
-	// the new state while the store holds the old one, so every call fails
-	// until the file is opened again.
+	mu           sync.RWMutex
+	st           *state // the writes' models are installed under mu
+	journal      *journal
+	snapshotSize int64
+	closed       bool
+	// broken is set when a sync of the journal failed: the file may hold
+	// a write the store does not, or not hold one it does, so every call
+	// fails until the registry is opened again.
 	broken error
 
 	watchers watchers
@@ -76,8 +87,9 @@ func Open(path string, o registry.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, now: o.Now, lock: lock, save: saveFile}
-	if s.st, err = s.load(); err != nil {
+	s := &Store{path: path, now: o.Now, lock: lock, save: saveFile, writeAt: (*os.File).WriteAt, syncFile: (*os.File).Sync,
+		compactMin: compactMin}
+	if err := s.load(); err != nil {
 		_ = unlockFile(lock)
 		return nil, err
 	}
@@ -85,24 +97,52 @@ func Open(path string, o registry.Options) (*Store, error) {
 	return s, nil
 }
 
-// load reads the file, or creates it holding an empty registry.
-func (s *Store) load() (*state, error) {
+// load reads the snapshot (creating it, empty, when there is none) and
+// replays the journal onto it. A snapshot of an older format version is
+// rewritten in the current one, which older builds refuse: they would
+// not see the journal.
+func (s *Store) load() error {
 	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		st := newState()
-		data, err := encode(st)
-		if err == nil {
-			err = s.save(s.path, data)
+	current := err == nil
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		s.st = newState()
+	case err != nil:
+		return unavailable("embedded: cannot read "+s.path, err)
+	default:
+		var version int
+		if s.st, version, err = decode(s.path, data); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, unavailable("embedded: cannot create "+s.path, err)
-		}
-		return st, nil
+		current = version == formatVersion
+	}
+	s.snapshotSize = int64(len(data))
+	if s.journal, err = openJournal(s.path, s.st); err != nil {
+		return err
+	}
+	if s.journal.size > 0 {
+		err = checkState(s.path, s.st)
+	}
+	if err == nil && !current {
+		err = s.saveSnapshot()
 	}
 	if err != nil {
-		return nil, unavailable("embedded: cannot read "+s.path, err)
+		s.journal.close()
 	}
-	return decode(s.path, data)
+	return err
+}
+
+// saveSnapshot writes the whole state as the snapshot.
+func (s *Store) saveSnapshot() error {
+	data, err := encode(s.st)
+	if err == nil {
+		err = s.save(s.path, data)
+	}
+	if err != nil {
+		return unavailable("embedded: cannot write "+s.path, err)
+	}
+	s.snapshotSize = int64(len(data))
+	return nil
 }
 
 // Close closes the watch channels and releases the lock. Calls after Close
@@ -116,7 +156,8 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.watchers.closeAll()
-	if err := unlockFile(s.lock); err != nil {
+	jerr := s.journal.close()
+	if err := errors.Join(jerr, unlockFile(s.lock)); err != nil {
 		return unavailable("embedded: cannot release the lock", err)
 	}
 	return nil
@@ -129,7 +170,7 @@ func (s *Store) usable() error {
 	case s.closed:
 		return forecast.Errorf(forecast.EUNAVAILABLE, "embedded: the store is closed")
 	case s.broken != nil:
-		return &forecast.Error{Code: forecast.EUNAVAILABLE, Message: "embedded: a save failed half-way; open the registry again", Err: s.broken}
+		return &forecast.Error{Code: forecast.EUNAVAILABLE, Message: "embedded: a sync of the journal failed; open the registry again", Err: s.broken}
 	}
 	return nil
 }
@@ -147,10 +188,11 @@ func (s *Store) view(ctx context.Context, fn func(st *state) error) error {
 	return fn(s.st)
 }
 
-// update runs fn on a copy of the current state with the time of the
-// write in ms, saves the copy and makes it current. When fn or the save
-// fails, the store and its file keep the previous state.
-func (s *Store) update(ctx context.Context, fn func(st *state, now int64) error) error {
+// update runs fn on a write (tx) over the current state with the time of
+// the write in ms, appends the models it changed to the journal and
+// installs them. When fn or the append fails, the store and its files
+// keep the previous state.
+func (s *Store) update(ctx context.Context, fn func(t *tx, now int64) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -159,22 +201,25 @@ func (s *Store) update(ctx context.Context, fn func(st *state, now int64) error)
 	if err := s.usable(); err != nil {
 		return err
 	}
-	next := s.st.clone()
-	if err := fn(next, s.now().UnixMilli()); err != nil {
+	t := newTx(s.st)
+	if err := fn(t, s.now().UnixMilli()); err != nil {
 		return err
 	}
-	data, err := encode(next)
+	line, err := encodeRecord(t.ops())
 	if err != nil {
-		return &forecast.Error{Code: forecast.EINTERNAL, Message: "embedded: cannot encode the registry", Err: err}
+		return &forecast.Error{Code: forecast.EINTERNAL, Message: "embedded: cannot encode the write", Err: err}
 	}
-	if err := s.save(s.path, data); err != nil {
-		if errors.As(err, new(*dirSyncError)) {
+	if err := s.appendRecord(line); err != nil {
+		if errors.As(err, new(*syncError)) {
 			s.broken = err
 		}
 		return unavailable("embedded: cannot save the registry", err)
 	}
-	changed := !slices.Equal(s.st.aliasTargets(), next.aliasTargets())
-	s.st = next
+	changed := t.aliasesChanged()
+	t.commit()
+	if err := s.compact(); errors.As(err, new(*syncError)) {
+		s.broken = err // the write itself is in the snapshot
+	}
 	if changed {
 		s.watchers.notify()
 	}

@@ -147,7 +147,7 @@ func TestOpenRefusesUnknownFiles(t *testing.T) {
 		{"not json", "name,version\n", "invalid character"},
 		{"another format", `{"format": "mlflow", "version": 1, "models": []}`, `format "mlflow"`},
 		{"no format", `{"models": []}`, `format ""`},
-		{"newer version", `{"format": "carbongate-registry", "version": 2, "models": []}`, "format version 2"},
+		{"newer version", `{"format": "carbongate-registry", "version": 3, "models": []}`, "format version 3"},
 		{"unknown field", head + `"models": [], "experiments": []}`, `unknown field "experiments"`},
 		{"unknown model field", head + `"models": [{"name": "m", "workspace": "x"}]}`, `unknown field "workspace"`},
 		{"trailing data", head + `"models": []} {}`, "after top-level value"},

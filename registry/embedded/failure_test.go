@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -50,78 +51,104 @@ func writes() []struct {
 	}
 }
 
-func TestFailedSaveChangesNothing(t *testing.T) {
+// files returns the bytes of the snapshot and of the journal.
+func files(tb testing.TB, path string) [2]string {
+	tb.Helper()
+	var out [2]string
+	for i, p := range []string{path, path + journalSuffix} {
+		b, err := os.ReadFile(p)
+		must(tb, err)
+		out[i] = string(b)
+	}
+	return out
+}
+
+// TestFailedWriteChangesNothing: an append to the journal that fails half
+// way is cut off again; the store and both files keep what they held.
+func TestFailedWriteChangesNothing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.json")
 	s := open(t, path, registry.Options{Now: fixedClock()})
 	populate(t, s)
-	before := snap(t, s)
-	file, err := os.ReadFile(path)
-	must(t, err)
+	before, onDisk := snap(t, s), files(t, path)
 	ctx := context.Background()
 	diskFull := errors.New("no space left on device")
-	s.save = func(string, []byte) error { return diskFull }
+	s.writeAt = func(f *os.File, b []byte, off int64) (int, error) {
+		n, _ := f.WriteAt(b[:len(b)/2], off)
+		return n, diskFull
+	}
 	for _, w := range writes() {
 		err := w.call(ctx, s)
 		if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !errors.Is(err, diskFull) {
-			t.Fatalf("%s with a failing save = %v, want EUNAVAILABLE caused by the save", w.note, err)
+			t.Fatalf("%s with a failing append = %v, want EUNAVAILABLE caused by the append", w.note, err)
 		}
 		if got := snap(t, s); !reflect.DeepEqual(got, before) {
-			t.Fatalf("%s changed the store although its save failed:\n got %+v\nwant %+v", w.note, got, before)
+			t.Fatalf("%s changed the store although its append failed:\n got %+v\nwant %+v", w.note, got, before)
 		}
-		if got, err := os.ReadFile(path); err != nil || string(got) != string(file) {
-			t.Fatalf("%s changed the file although its save failed (%v)", w.note, err)
+		if got := files(t, path); got != onDisk {
+			t.Fatalf("%s changed the files although its append failed", w.note)
 		}
 	}
 
-	// The same writes succeed once saving works again.
-	s.save = saveFile
+	// The same writes succeed once writing works again, and reopening
+	// (replaying the journal) shows what the store showed.
+	s.writeAt = (*os.File).WriteAt
 	for _, w := range writes() {
 		if err := w.call(ctx, s); err != nil && forecast.ErrorCode(err) != forecast.ENOTFOUND {
 			t.Fatalf("%s: %v", w.note, err)
 		}
 	}
-}
-
-// TestSaveFailsOnDisk makes the real save fail: the directory is gone.
-func TestSaveFailsOnDisk(t *testing.T) {
-	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "registry")
-	s := open(t, filepath.Join(dir, "registry.json"), registry.Options{Now: fixedClock()})
-	populate(t, s)
-	before := snap(t, s)
-	must(t, os.RemoveAll(dir))
-	_, err := s.CreateModel(context.Background(), "new", "", nil)
-	if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("CreateModel into a removed directory = %v, want EUNAVAILABLE caused by ENOENT", err)
-	}
-	if got := snap(t, s); !reflect.DeepEqual(got, before) {
-		t.Fatalf("the failed write changed the store:\n got %+v\nwant %+v", got, before)
+	after := snap(t, s)
+	must(t, s.Close())
+	if got := snap(t, open(t, path, registry.Options{})); !reflect.DeepEqual(got, after) {
+		t.Fatalf("after reopening:\n got %+v\nwant %+v", got, after)
 	}
 }
 
-// TestFailureAfterRename covers a save that renamed the file but could not
-// sync the directory: the store refuses every call until it is reopened,
-// and reopening shows what the file holds.
-func TestFailureAfterRename(t *testing.T) {
+// TestJournalSyncFails: when the journal cannot be synced the write may
+// or may not be on disk, so the store refuses every call until it is
+// opened again; reopening shows what the files hold.
+func TestJournalSyncFails(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.json")
 	s, err := Open(path, registry.Options{Now: fixedClock()})
 	must(t, err)
-	s.save = func(path string, data []byte) error {
-		must(t, saveFile(path, data))
-		return &dirSyncError{err: errors.New("input/output error")}
-	}
+	s.syncFile = func(*os.File) error { return errors.New("input/output error") }
 	ctx := context.Background()
 	if _, err := s.CreateModel(ctx, "m", "", nil); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
 		t.Fatalf("CreateModel = %v, want EUNAVAILABLE", err)
 	}
 	if _, err := s.GetModel(ctx, "m"); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
-		t.Fatalf("GetModel after a half-done save = %v, want EUNAVAILABLE", err)
+		t.Fatalf("GetModel after a failed sync = %v, want EUNAVAILABLE", err)
 	}
 	must(t, s.Close())
 	s = open(t, path, registry.Options{})
 	if _, err := s.GetModel(ctx, "m"); err != nil {
 		t.Fatalf("GetModel after reopening: %v", err)
+	}
+}
+
+// TestCompaction: the journal is folded into the snapshot once it
+// outgrows it; a compaction that fails loses nothing and is tried again.
+func TestCompaction(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "registry.json")
+	s := open(t, path, registry.Options{Now: fixedClock()})
+	s.compactMin = 0
+	ctx := context.Background()
+	s.save = func(string, []byte) error { return errors.New("no space left on device") }
+	populate(t, s) // every write tries to compact, and fails
+	if j := files(t, path)[1]; strings.Count(j, "\n") < 10 {
+		t.Fatalf("the journal holds %d records after failed compactions, want every write", strings.Count(j, "\n"))
+	}
+	s.save = saveFile
+	must(t, s.SetModelTag(ctx, "carbon-forecaster-DE", registry.Tag{Key: "k", Value: "v"}))
+	if j := files(t, path)[1]; j != "" {
+		t.Fatalf("the journal holds %q after a compaction, want nothing", j)
+	}
+	before := snap(t, s)
+	must(t, s.Close())
+	if got := snap(t, open(t, path, registry.Options{})); !reflect.DeepEqual(got, before) {
+		t.Fatalf("after reopening a compacted registry:\n got %+v\nwant %+v", got, before)
 	}
 }

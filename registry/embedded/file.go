@@ -14,13 +14,15 @@ import (
 	"github.com/carbongate/carbongate/registry"
 )
 
-// The file format: a JSON object naming the format and its version, with
-// the models sorted by name. A reader refuses any other format or version
-// and any field it does not know, so an older build never drops data a
-// newer one wrote.
+// The snapshot format: a JSON object naming the format and its version,
+// with the models sorted by name. A reader refuses any other format, a
+// newer version and any field it does not know, so an older build never
+// drops data a newer one wrote. Version 2 is version 1 with a journal
+// next to it (journal.go): a build that reads version 1 only would miss
+// the journal, so it must refuse the file.
 const (
 	formatName    = "carbongate-registry"
-	formatVersion = 1
+	formatVersion = 2
 )
 
 type fileHeader struct {
@@ -45,43 +47,52 @@ func encode(st *state) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// decode parses and checks a registry file; EINVALID for anything this
-// version does not understand.
-func decode(path string, data []byte) (*state, error) {
-	invalid := func(format string, args ...any) error {
-		return forecast.Errorf(forecast.EINVALID, "embedded: %s is not a registry file this version can read: %s", path, fmt.Sprintf(format, args...))
-	}
+func invalidFile(path, format string, args ...any) error {
+	return forecast.Errorf(forecast.EINVALID, "embedded: %s is not a registry file this version can read: %s", path, fmt.Sprintf(format, args...))
+}
+
+// decode parses and checks a snapshot and returns it with its format
+// version; EINVALID for anything this version does not understand.
+func decode(path string, data []byte) (*state, int, error) {
 	var h fileHeader
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, invalid("%v", err)
+		return nil, 0, invalidFile(path, "%v", err)
 	}
 	if h.Format != formatName {
-		return nil, invalid("format %q, want %q", h.Format, formatName)
+		return nil, 0, invalidFile(path, "format %q, want %q", h.Format, formatName)
 	}
-	if h.Version != formatVersion {
-		return nil, invalid("format version %d, this version reads %d", h.Version, formatVersion)
+	if h.Version < 1 || h.Version > formatVersion {
+		return nil, 0, invalidFile(path, "format version %d, this version reads 1 to %d", h.Version, formatVersion)
 	}
 	// json.Unmarshal above has checked that data is one JSON value.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f fileV1
 	if err := dec.Decode(&f); err != nil {
-		return nil, invalid("%v", err)
+		return nil, 0, invalidFile(path, "%v", err)
 	}
 	st := newState()
 	for _, m := range f.Models {
 		if m == nil {
-			return nil, invalid("a null model")
+			return nil, 0, invalidFile(path, "a null model")
 		}
 		if _, dup := st.models[m.Name]; dup {
-			return nil, invalid("model %q appears twice", m.Name)
-		}
-		if err := checkModel(m); err != nil {
-			return nil, invalid("model %q: %v", m.Name, err)
+			return nil, 0, invalidFile(path, "model %q appears twice", m.Name)
 		}
 		st.models[m.Name] = m
 	}
-	return st, nil
+	return st, h.Version, checkState(path, st)
+}
+
+// checkState checks every model of st (a snapshot, or a snapshot with the
+// journal replayed).
+func checkState(path string, st *state) error {
+	for _, name := range slices.Sorted(maps.Keys(st.models)) {
+		if err := checkModel(st.models[name]); err != nil {
+			return invalidFile(path, "model %q: %v", name, err)
+		}
+	}
+	return nil
 }
 
 // checkModel checks the invariants the store relies on.

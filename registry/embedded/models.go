@@ -20,12 +20,12 @@ func (s *Store) CreateModel(ctx context.Context, name, description string, tags 
 		return registry.RegisteredModel{}, err
 	}
 	var out registry.RegisteredModel
-	err = s.update(ctx, func(st *state, now int64) error {
-		if _, ok := st.models[name]; ok {
+	err = s.update(ctx, func(t *tx, now int64) error {
+		if t.exists(name) {
 			return forecast.Errorf(forecast.ECONFLICT, "Registered Model (name=%s) already exists.", name)
 		}
 		m := &model{Name: name, CreationTime: now, LastUpdatedTime: now, Description: description, Tags: tm}
-		st.models[name] = m
+		t.put(m)
 		out = m.export()
 		return nil
 	})
@@ -53,20 +53,20 @@ func (s *Store) RenameModel(ctx context.Context, name, newName string) (registry
 		return registry.RegisteredModel{}, err
 	}
 	var out registry.RegisteredModel
-	err := s.update(ctx, func(st *state, now int64) error {
-		m, err := st.model(name)
+	err := s.update(ctx, func(t *tx, now int64) error {
+		m, err := t.model(name)
 		if err != nil {
 			return err
 		}
-		if _, ok := st.models[newName]; ok {
+		if t.exists(newName) {
 			return forecast.Errorf(forecast.ECONFLICT, "Registered Model (name=%s) already exists.", newName)
 		}
-		delete(st.models, name)
+		t.remove(name)
 		m.Name, m.LastUpdatedTime = newName, now
-		for _, v := range m.Versions {
-			v.LastUpdatedTime = now
+		for i := range m.Versions {
+			m.edit(i).LastUpdatedTime = now
 		}
-		st.models[newName] = m
+		t.put(m)
 		out = m.export()
 		return nil
 	})
@@ -79,8 +79,8 @@ func (s *Store) UpdateModel(ctx context.Context, name, description string) (regi
 		return registry.RegisteredModel{}, err
 	}
 	var out registry.RegisteredModel
-	err := s.update(ctx, func(st *state, now int64) error {
-		m, err := st.model(name)
+	err := s.update(ctx, func(t *tx, now int64) error {
+		m, err := t.model(name)
 		if err != nil {
 			return err
 		}
@@ -93,11 +93,11 @@ func (s *Store) UpdateModel(ctx context.Context, name, description string) (regi
 
 // DeleteModel implements registry.Store.
 func (s *Store) DeleteModel(ctx context.Context, name string) error {
-	return s.update(ctx, func(st *state, _ int64) error {
-		if _, err := st.model(name); err != nil {
-			return err
+	return s.update(ctx, func(t *tx, _ int64) error {
+		if !t.exists(name) {
+			return modelNotFound(name)
 		}
-		delete(st.models, name)
+		t.remove(name)
 		return nil
 	})
 }
@@ -108,8 +108,8 @@ func (s *Store) SetModelTag(ctx context.Context, name string, tag registry.Tag) 
 	if err := registry.ValidateTag(tag); err != nil {
 		return err
 	}
-	return s.update(ctx, func(st *state, _ int64) error {
-		m, err := st.model(name)
+	return s.update(ctx, func(t *tx, _ int64) error {
+		m, err := t.model(name)
 		if err == nil {
 			setTag(&m.Tags, tag)
 		}
@@ -123,8 +123,8 @@ func (s *Store) DeleteModelTag(ctx context.Context, name, key string) error {
 	if err := registry.ValidateTag(registry.Tag{Key: key}); err != nil {
 		return err
 	}
-	return s.update(ctx, func(st *state, _ int64) error {
-		m, err := st.model(name)
+	return s.update(ctx, func(t *tx, _ int64) error {
+		m, err := t.model(name)
 		if err == nil {
 			delete(m.Tags, key)
 		}
@@ -137,8 +137,8 @@ func (s *Store) SetAlias(ctx context.Context, name, alias string, version int64)
 	if err := registry.ValidateAlias(alias); err != nil {
 		return err
 	}
-	return s.update(ctx, func(st *state, _ int64) error {
-		m, _, err := st.version(name, version)
+	return s.update(ctx, func(t *tx, _ int64) error {
+		m, _, err := t.version(name, version)
 		if err != nil {
 			return err
 		}
@@ -152,8 +152,8 @@ func (s *Store) SetAlias(ctx context.Context, name, alias string, version int64)
 
 // DeleteAlias implements registry.Store.
 func (s *Store) DeleteAlias(ctx context.Context, name, alias string) error {
-	return s.update(ctx, func(st *state, _ int64) error {
-		m, err := st.model(name)
+	return s.update(ctx, func(t *tx, _ int64) error {
+		m, err := t.model(name)
 		if err != nil {
 			return err
 		}

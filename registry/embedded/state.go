@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -10,8 +11,9 @@ import (
 	"github.com/carbongate/carbongate/registry"
 )
 
-// state is the whole registry. A state that is current is never modified:
-// writes change a clone.
+// state is the whole registry. Readers share it under the store's read
+// lock; a write (tx) changes clones of the models it touches and installs
+// them only once the write is in the journal.
 type state struct {
 	models map[string]*model
 }
@@ -47,29 +49,186 @@ type version struct {
 
 func newState() *state { return &state{models: map[string]*model{}} }
 
-// clone returns a deep copy of st.
-func (st *state) clone() *state {
-	out := &state{models: make(map[string]*model, len(st.models))}
-	for name, m := range st.models {
-		c := *m
-		c.Tags = maps.Clone(m.Tags)
-		c.Aliases = maps.Clone(m.Aliases)
-		c.Versions = make([]*version, len(m.Versions))
-		for i, v := range m.Versions {
-			vc := *v
-			vc.Tags = maps.Clone(v.Tags)
-			c.Versions[i] = &vc
-		}
-		out.models[name] = &c
+// clone returns a copy of m that shares its versions: a write changes a
+// version only through edit, which copies it first.
+func (m *model) clone() *model {
+	c := *m
+	c.Tags = maps.Clone(m.Tags)
+	c.Aliases = maps.Clone(m.Aliases)
+	c.Versions = slices.Clone(m.Versions)
+	return &c
+}
+
+// edit replaces the i-th version of m (a clone) by a copy and returns it.
+func (m *model) edit(i int) *version {
+	c := *m.Versions[i]
+	c.Tags = maps.Clone(c.Tags)
+	m.Versions[i] = &c
+	return &c
+}
+
+// tx is one write: the models it touched, as clones (nil: deleted), over
+// the state it started from, which it never changes.
+type tx struct {
+	st      *state
+	touched map[string]*model
+}
+
+func newTx(st *state) *tx { return &tx{st: st, touched: map[string]*model{}} }
+
+// exists reports whether the model name exists as of this write.
+func (t *tx) exists(name string) bool {
+	if m, ok := t.touched[name]; ok {
+		return m != nil
 	}
-	return out
+	_, ok := t.st.models[name]
+	return ok
+}
+
+// model returns the write's clone of the named model, or ENOTFOUND.
+func (t *tx) model(name string) (*model, error) {
+	if m, ok := t.touched[name]; ok && m != nil {
+		return m, nil
+	} else if ok {
+		return nil, modelNotFound(name)
+	}
+	m, err := t.st.model(name)
+	if err != nil {
+		return nil, err
+	}
+	c := m.clone()
+	t.touched[name] = c
+	return c, nil
+}
+
+// version returns the write's clones of the named model and of its live
+// version number, or ENOTFOUND.
+func (t *tx) version(name string, number int64) (*model, *version, error) {
+	m, err := t.model(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if i, ok := m.index(number); ok && m.Versions[i].CurrentStage != registry.StageDeleted {
+		return m, m.edit(i), nil
+	}
+	return nil, nil, versionNotFound(name, number)
+}
+
+// put adds m (a new model or a renamed one) to the write.
+func (t *tx) put(m *model) { t.touched[m.Name] = m }
+
+// remove deletes the named model in this write.
+func (t *tx) remove(name string) { t.touched[name] = nil }
+
+// op is one change of a journal record: Delete removes a model; Put sets a
+// model's fields and, of its versions, those listed (the others stay).
+type op struct {
+	Delete string `json:"delete,omitempty"`
+	Put    *model `json:"put,omitempty"`
+}
+
+// ops are the write's changes: deletions first, then each touched model
+// with only its new or changed versions, by name.
+func (t *tx) ops() []op {
+	var dels, puts []op
+	for _, name := range slices.Sorted(maps.Keys(t.touched)) {
+		m, base := t.touched[name], t.st.models[name]
+		if m == nil {
+			dels = append(dels, op{Delete: name})
+			continue
+		}
+		p := *m
+		p.Versions = nil
+		for i, v := range m.Versions {
+			if base == nil || i >= len(base.Versions) || base.Versions[i] != v {
+				p.Versions = append(p.Versions, v)
+			}
+		}
+		puts = append(puts, op{Put: &p})
+	}
+	return append(dels, puts...)
+}
+
+// aliasesChanged reports whether the write moves, adds or removes an
+// alias.
+func (t *tx) aliasesChanged() bool {
+	for name, m := range t.touched {
+		var before, after map[string]int64
+		if b := t.st.models[name]; b != nil {
+			before = b.Aliases
+		}
+		if m != nil {
+			after = m.Aliases
+		}
+		if !maps.Equal(before, after) {
+			return true
+		}
+	}
+	return false
+}
+
+// commit installs the write's models into its state. The caller holds the
+// store's write lock, so no reader sees a half-installed write.
+func (t *tx) commit() {
+	for name, m := range t.touched {
+		if m == nil {
+			delete(t.st.models, name)
+		} else {
+			t.st.models[name] = m
+		}
+	}
+}
+
+// apply replays ops (a journal record) onto st; replaying a record st
+// already holds changes nothing, so a journal may be replayed onto a
+// snapshot that holds some of it.
+func (st *state) apply(ops []op) error {
+	for _, o := range ops {
+		switch {
+		case o.Delete != "" && o.Put == nil:
+			delete(st.models, o.Delete)
+		case o.Put != nil && o.Delete == "":
+			st.put(o.Put)
+		default:
+			return fmt.Errorf("an operation must delete or put exactly one model")
+		}
+	}
+	return nil
+}
+
+// put sets p's fields on the model of its name (created when absent) and
+// inserts or replaces the versions p lists.
+func (st *state) put(p *model) {
+	m := &model{}
+	if old := st.models[p.Name]; old != nil {
+		m = old.clone()
+	}
+	versions := m.Versions
+	*m = *p
+	m.Versions = versions
+	for _, v := range p.Versions {
+		if i, ok := m.index(v.Version); ok {
+			m.Versions[i] = v
+		} else {
+			m.Versions = slices.Insert(m.Versions, i, v)
+		}
+	}
+	st.models[p.Name] = m
+}
+
+func modelNotFound(name string) error {
+	return forecast.Errorf(forecast.ENOTFOUND, "Registered Model with name=%s not found", name)
+}
+
+func versionNotFound(name string, number int64) error {
+	return forecast.Errorf(forecast.ENOTFOUND, "Model Version (name=%s, version=%d) not found", name, number)
 }
 
 // model returns the named model or ENOTFOUND.
 func (st *state) model(name string) (*model, error) {
 	m, ok := st.models[name]
 	if !ok {
-		return nil, forecast.Errorf(forecast.ENOTFOUND, "Registered Model with name=%s not found", name)
+		return nil, modelNotFound(name)
 	}
 	return m, nil
 }
@@ -84,16 +243,20 @@ func (st *state) version(name string, number int64) (*model, *version, error) {
 	if v := m.find(number); v != nil && v.CurrentStage != registry.StageDeleted {
 		return m, v, nil
 	}
-	return nil, nil, forecast.Errorf(forecast.ENOTFOUND, "Model Version (name=%s, version=%d) not found", name, number)
+	return nil, nil, versionNotFound(name, number)
 }
 
 // find returns version number of m, deleted or not, or nil.
 func (m *model) find(number int64) *version {
-	i, ok := slices.BinarySearchFunc(m.Versions, number, func(v *version, n int64) int { return cmp.Compare(v.Version, n) })
-	if !ok {
-		return nil
+	if i, ok := m.index(number); ok {
+		return m.Versions[i]
 	}
-	return m.Versions[i]
+	return nil
+}
+
+// index is where version number is, or would be, in m.Versions.
+func (m *model) index(number int64) (int, bool) {
+	return slices.BinarySearchFunc(m.Versions, number, func(v *version, n int64) int { return cmp.Compare(v.Version, n) })
 }
 
 // nextVersion is the highest version number ever allocated, plus one.

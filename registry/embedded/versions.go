@@ -26,8 +26,8 @@ func (s *Store) CreateVersion(ctx context.Context, nv registry.NewVersion) (regi
 		return registry.ModelVersion{}, err
 	}
 	var out registry.ModelVersion
-	err = s.update(ctx, func(st *state, now int64) error {
-		m, err := st.model(nv.Name)
+	err = s.update(ctx, func(t *tx, now int64) error {
+		m, err := t.model(nv.Name)
 		if err != nil {
 			return err
 		}
@@ -63,8 +63,8 @@ func (s *Store) UpdateVersion(ctx context.Context, name string, version int64, d
 		return registry.ModelVersion{}, err
 	}
 	var out registry.ModelVersion
-	err := s.update(ctx, func(st *state, now int64) error {
-		m, v, err := st.version(name, version)
+	err := s.update(ctx, func(t *tx, now int64) error {
+		m, v, err := t.version(name, version)
 		if err != nil {
 			return err
 		}
@@ -85,14 +85,15 @@ func (s *Store) TransitionStage(ctx context.Context, name string, version int64,
 	}
 	archive := archiveExisting && (stage == registry.StageStaging || stage == registry.StageProduction)
 	var out registry.ModelVersion
-	err = s.update(ctx, func(st *state, now int64) error {
-		m, v, err := st.version(name, version)
+	err = s.update(ctx, func(t *tx, now int64) error {
+		m, v, err := t.version(name, version)
 		if err != nil {
 			return err
 		}
 		if archive {
-			for _, o := range m.Versions {
+			for i, o := range m.Versions {
 				if o != v && o.CurrentStage == stage {
+					o = m.edit(i)
 					o.CurrentStage, o.LastUpdatedTime = registry.StageArchived, now
 				}
 			}
@@ -109,8 +110,8 @@ func (s *Store) TransitionStage(ctx context.Context, name string, version int64,
 // version's description, user and status message, redacts its source and
 // run, and sets the model's last_updated_time.
 func (s *Store) DeleteVersion(ctx context.Context, name string, number int64) error {
-	return s.update(ctx, func(st *state, now int64) error {
-		m, v, err := st.version(name, number)
+	return s.update(ctx, func(t *tx, now int64) error {
+		m, v, err := t.version(name, number)
 		if err != nil {
 			return err
 		}
@@ -162,8 +163,8 @@ func (s *Store) SetVersionTag(ctx context.Context, name string, version int64, t
 	if err := registry.ValidateTag(tag); err != nil {
 		return err
 	}
-	return s.update(ctx, func(st *state, _ int64) error {
-		_, v, err := st.version(name, version)
+	return s.update(ctx, func(t *tx, _ int64) error {
+		_, v, err := t.version(name, version)
 		if err == nil {
 			setTag(&v.Tags, tag)
 		}
@@ -177,8 +178,8 @@ func (s *Store) DeleteVersionTag(ctx context.Context, name string, version int64
 	if err := registry.ValidateTag(registry.Tag{Key: key}); err != nil {
 		return err
 	}
-	return s.update(ctx, func(st *state, _ int64) error {
-		_, v, err := st.version(name, version)
+	return s.update(ctx, func(t *tx, _ int64) error {
+		_, v, err := t.version(name, version)
 		if err == nil {
 			delete(v.Tags, key)
 		}
