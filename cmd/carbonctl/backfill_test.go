@@ -57,7 +57,8 @@ func TestBackfillUsageErrors(t *testing.T) {
 
 // backfillArgs are the flags of a typical backfill Job.
 var backfillArgs = []string{"--zones", "DE,SE,PL", "--from", "2021-01-01", "--to", "2021-12-31", "--every", "24h", "--horizon", "96h",
-	"--model", "models:/carbon-forecaster-{zone}@champion", "--signal", "direct", "--workers", "4", "--batch", "32"}
+	"--model", "models:/carbon-forecaster-{zone}@champion", "--signal", "direct", "--workers", "4", "--batch", "32",
+	"--artifact-sources", "s3://b/registry", "--artifact-sources", "s3://b/models"}
 
 func TestDeployRenderBackfillJob(t *testing.T) {
 	t.Parallel()

@@ -315,16 +315,29 @@ func copyFile(src, dst string, mode fs.FileMode, budget int64) (int64, error) {
 // --artifact-max-bytes (MaxBytes) on fs, the same in every binary that
 // fetches versions.
 func (f *Fetcher) Flags(fs *flag.FlagSet) {
-	fs.Func("artifact-sources", "locations, besides --artifacts-destination, that model versions may be fetched from, comma-separated (the flag may repeat): s3://bucket/prefix, or a local directory (path or file://); default: none", func(s string) error {
-		for _, e := range strings.Split(s, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				f.Sources = append(f.Sources, e)
-			}
-		}
-		return nil
-	})
+	fs.Var(sourcesValue{f}, "artifact-sources", "locations, besides --artifacts-destination, that model versions may be fetched from, comma-separated (the flag may repeat): s3://bucket/prefix, or a local directory (path or file://); default: none")
 	if f.MaxBytes == 0 {
 		f.MaxBytes = DefaultMaxBytes
 	}
 	fs.Int64Var(&f.MaxBytes, "artifact-max-bytes", f.MaxBytes, fmt.Sprintf("largest model version fetched, in bytes (at most %d files)", DefaultMaxFiles))
+}
+
+// sourcesValue is the flag.Value of --artifact-sources: Set adds to
+// Sources, String gives them back comma-separated (to pass them on).
+type sourcesValue struct{ f *Fetcher }
+
+func (v sourcesValue) String() string {
+	if v.f == nil {
+		return ""
+	}
+	return strings.Join(v.f.Sources, ",")
+}
+
+func (v sourcesValue) Set(s string) error {
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			v.f.Sources = append(v.f.Sources, e)
+		}
+	}
+	return nil
 }
