@@ -24,6 +24,10 @@ import (
 // reopened by their clients (BenchmarkOverload measures both).
 const ConnsPerCPU = 4096
 
+// SilentAfter is how long a new connection may send nothing before it is
+// the first to be evicted at the connection limit.
+const SilentAfter = time.Second
+
 // maxRefusing bounds the refused connections being answered at once.
 const maxRefusing = 64
 
@@ -31,10 +35,14 @@ const maxRefusing = 64
 func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
 
 // ConnLimit bounds the open connections of an http.Server. A connection
-// arriving at the limit first evicts a connection that has never sent a
-// byte (the oldest), else an idle keep-alive connection (the one idle
-// longest): clients that open connections and send nothing, or keep them
-// open, cannot lock out new ones, probes included. When every connection is busy the new one is
+// arriving at the limit first evicts a connection that has sent nothing
+// for SilentAfter since it was accepted (the oldest), else an idle
+// keep-alive connection (the one idle longest): clients that open
+// connections and send nothing, or keep them open, cannot lock out new
+// ones, probes included. Connections younger than SilentAfter are not
+// evicted for sending nothing yet: a real client sends its request within
+// milliseconds, and a flood of reconnecting clients must not evict the
+// connections of others before their first request. When every connection is busy the new one is
 // answered 503 with Retry-After and closed, as the in-flight limit does
 // for requests, so memory stays bounded under any load.
 //
@@ -111,7 +119,7 @@ func (l *ConnLimit) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var evict net.Conn
 	if l.open >= l.max {
-		evict = l.fresh.oldest()
+		evict = l.fresh.oldestBefore(time.Now().Add(-SilentAfter))
 		if evict == nil {
 			evict = l.idle.oldest()
 		}
@@ -214,15 +222,20 @@ type queue struct{ l list.List }
 type queued struct {
 	conn net.Conn
 	q    *queue
+	at   time.Time // when it joined q
 }
 
-func (q *queue) push(c net.Conn) *list.Element { return q.l.PushBack(&queued{c, q}) }
+func (q *queue) push(c net.Conn) *list.Element { return q.l.PushBack(&queued{c, q, time.Now()}) }
 
 func (q *queue) remove(e *list.Element) { q.l.Remove(e) }
 
 // oldest returns the connection longest in q, or nil.
-func (q *queue) oldest() net.Conn {
-	if e := q.l.Front(); e != nil {
+func (q *queue) oldest() net.Conn { return q.oldestBefore(time.Time{}) }
+
+// oldestBefore returns the connection longest in q if it joined q before
+// t (any time when t is zero), or nil.
+func (q *queue) oldestBefore(t time.Time) net.Conn {
+	if e := q.l.Front(); e != nil && (t.IsZero() || e.Value.(*queued).at.Before(t)) {
 		return e.Value.(*queued).conn
 	}
 	return nil
