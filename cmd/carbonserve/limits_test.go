@@ -18,11 +18,12 @@ import (
 	"github.com/carbongate/carbongate/oip/rest"
 )
 
-// TestOverloadSheds holds both slots of --max-inflight 2 with requests
-// whose bodies are still arriving: further infer calls are answered at
-// once, REST 503 with Retry-After and an OIP error body, gRPC Unavailable,
-// and counted; health and metadata still answer; once the slow requests
-// end, a well-behaved client gets its answers.
+// TestOverloadSheds: requests whose bodies are still arriving hold no
+// slot of --max-inflight 2 (they used to hold both, and every other
+// client got 503); with both slots taken, further infer calls are answered
+// at once, REST 503 with Retry-After and an OIP error body, gRPC
+// Unavailable, and counted; health and metadata still answer; once the
+// slots are free, a well-behaved client gets its answers.
 func TestOverloadSheds(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "DE")
@@ -37,7 +38,7 @@ func TestOverloadSheds(t *testing.T) {
 		done chan int
 	}
 	var held []slow
-	for range 2 {
+	for range 3 {
 		pr, pw := io.Pipe()
 		s := slow{pw, make(chan int, 1)}
 		go func() { s.done <- post(t, infer, pr, int64(len(body))) }()
@@ -46,8 +47,26 @@ func TestOverloadSheds(t *testing.T) {
 		}
 		held = append(held, s)
 	}
-	waitMetric(t, url, "carbonserve_infer_inflight 2")
+	if got := post(t, infer, bytes.NewReader(body), int64(len(body))); got != http.StatusOK {
+		t.Fatalf("infer while 3 bodies arrive slowly: %d, want 200 (slow bodies hold no slot)", got)
+	}
+	for _, s := range held {
+		if _, err := s.w.Write(body[10:]); err != nil {
+			t.Fatal(err)
+		}
+		s.w.Close()
+		if got := <-s.done; got != http.StatusOK {
+			t.Errorf("slow request: status %d, want 200", got)
+		}
+	}
 
+	// Both slots taken, as by two requests being served.
+	for range 2 {
+		if !m.gate.TryEnter() {
+			t.Fatal("no free slot")
+		}
+	}
+	waitMetric(t, url, "carbonserve_infer_inflight 2")
 	resp, err := http.Post(infer, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -73,15 +92,8 @@ func TestOverloadSheds(t *testing.T) {
 		}
 	}
 
-	for _, s := range held {
-		if _, err := s.w.Write(body[10:]); err != nil {
-			t.Fatal(err)
-		}
-		s.w.Close()
-		if got := <-s.done; got != http.StatusOK {
-			t.Errorf("slow request: status %d, want 200", got)
-		}
-	}
+	m.gate.Leave()
+	m.gate.Leave()
 	for proto, c := range cs {
 		if _, err := c.Infer(ctx, "carbon-forecaster-DE", "", req); err != nil {
 			t.Errorf("%s after the overload: %v", proto, err)

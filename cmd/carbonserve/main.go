@@ -252,7 +252,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "carbonserve_infer_inflight", Help: "Infer requests being served (REST and gRPC), at most --max-inflight.",
 	}, func() float64 { return float64(m.gate.InFlight()) }))
-	mux.Handle("/", rest.NewHandler(m.backend(), rest.WithLogger(m.Logger), rest.WithGate(m.gate)))
+	mux.Handle("/", rest.NewHandler(m.backend(), rest.WithLogger(m.Logger), rest.WithGate(m.gate),
+		rest.WithBodyBudget(oip.NewBodyBudget(BodyBudgetPerCPU*int64(runtime.GOMAXPROCS(0)), freeBodyBytes))))
 	base := context.WithoutCancel(ctx)
 	m.httpSrv = &http.Server{
 		Handler:           mux,
@@ -469,6 +470,18 @@ func (m *Main) Loaded() <-chan struct{} { return m.loaded }
 
 // LoadErr returns the first load's error (after Loaded is closed).
 func (m *Main) LoadErr() error { <-m.loaded; return m.loadErr }
+
+// BodyBudgetPerCPU sizes the bytes of infer bodies held at once beyond
+// freeBodyBytes each (oip.BodyBudget), × GOMAXPROCS: bodies are read
+// before they take an in-flight slot, so that slow clients hold none,
+// and this bounds what they hold instead. 32 MiB holds five of the
+// largest valid requests (batch 1,024 of a 168-hour history, 5.6 MB as
+// JSON) per core.
+const BodyBudgetPerCPU = 32 << 20
+
+// freeBodyBytes of each body are read without the budget: a single
+// forecast request is a few KiB.
+const freeBodyBytes = 64 << 10
 
 // HTTPAddr and GRPCAddr return the addresses the servers listen on (after
 // Run), with 127.0.0.1 for an unspecified host.

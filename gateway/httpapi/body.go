@@ -8,15 +8,14 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/oip"
 )
 
 // Route sets how the routes under a path prefix are served: how large a
@@ -56,71 +55,6 @@ func DefaultBodyBudget() int64 { return BodyBudgetPerCPU * int64(runtime.GOMAXPR
 // shedBodies is the shed reason of a request whose body found the budget
 // spent.
 const shedBodies = "bodies"
-
-// budget counts the bytes of request bodies held beyond FreeBodyBytes
-// each; a read that would take it below zero fails at once.
-type budget struct {
-	size int64
-	free atomic.Int64
-}
-
-func newBudget(n int64) *budget {
-	b := &budget{size: n}
-	b.free.Store(n)
-	return b
-}
-
-func (b *budget) take(n int64) bool {
-	if b.free.Add(-n) >= 0 {
-		return true
-	}
-	b.free.Add(n)
-	return false
-}
-
-func (b *budget) give(n int64) { b.free.Add(n) }
-
-// errBudget is returned by readBody when the budget is spent.
-var errBudget = errors.New("body budget spent")
-
-// readBody reads r whole, at most limit bytes (length: the declared
-// Content-Length, -1 if unknown). Bytes beyond FreeBodyBytes are taken from
-// b as the buffer grows, so a client that sends slowly holds only what it
-// has sent; held is what the caller gives back once done with the body.
-// The buffer comes from slicePool; the caller puts it back.
-func readBody(r io.Reader, length, limit int64, b *budget, bp *[]byte) (body []byte, held int64, err error) {
-	buf := (*bp)[:0]
-	end := int64(cap(buf)) // bytes of buf in use, accounted for
-	for {
-		if int64(len(buf)) == end {
-			want := 2 * end
-			if length >= 0 {
-				want = min(want, length+1) // +1 sees the EOF without growing again
-			}
-			want = min(max(want, end+512), limit+1)
-			if want > FreeBodyBytes {
-				extra := want - max(FreeBodyBytes, end)
-				if !b.take(extra) {
-					return buf, held, errBudget
-				}
-				held += extra
-			}
-			buf = slices.Grow(buf, int(want)-len(buf))
-			end = want
-		}
-		n, err := r.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return buf, held, &http.MaxBytesError{Limit: limit}
-		}
-		if errors.Is(err, io.EOF) {
-			return buf, held, nil
-		}
-		if err != nil {
-			return buf, held, err
-		}
-	}
-}
 
 const (
 	keyBody    = "body"
@@ -177,9 +111,9 @@ func (s *Server) body(next echo.HandlerFunc) echo.HandlerFunc {
 			return tooLarge(rt.MaxBody)
 		}
 		bp := slicePool.Get().(*[]byte)
-		body, held, err := readBody(req.Body, req.ContentLength, rt.MaxBody, s.budget, bp)
+		body, held, err := oip.ReadBody(req.Body, req.ContentLength, rt.MaxBody, s.budget, *bp)
 		defer func() {
-			s.budget.give(held)
+			s.budget.Give(held)
 			if cap(body) <= 64<<10 {
 				*bp = body[:0]
 				slicePool.Put(bp)
@@ -202,12 +136,12 @@ func (s *Server) bodyError(c echo.Context, rt Route, err error, body []byte) err
 	h := c.Response().Header()
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.Is(err, errBudget):
+	case errors.Is(err, oip.ErrBodyBudget):
 		c.Set(keyBody, body)
 		c.Set(keyPartial, true)
 		s.limiter.shedBy[2].Inc()
 		h.Set("Retry-After", strconv.Itoa(RetryAfter))
-		return s.shed(c, rt, overloaded(int(s.budget.size), "bytes of request bodies being read"))
+		return s.shed(c, rt, overloaded(int(s.budget.Size()), "bytes of request bodies being read"))
 	case errors.As(err, &mbe):
 		h.Set(echo.HeaderConnection, "close")
 		return tooLarge(rt.MaxBody)

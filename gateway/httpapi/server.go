@@ -27,6 +27,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/oip"
 )
 
 //go:embed openapi.json
@@ -101,7 +102,7 @@ type Server struct {
 	log      *slog.Logger
 	draining atomic.Bool
 	limiter  *limiter
-	budget   *budget
+	budget   *oip.BodyBudget
 	// openapiDoc is the document served at /openapi.json: the embedded
 	// one plus Config.OpenAPIExtra.
 	openapiDoc []byte
@@ -182,7 +183,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.MaxInFlight, cfg.MaxBacklog), budget: newBudget(cfg.BodyBudget),
+	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.MaxInFlight, cfg.MaxBacklog), budget: oip.NewBodyBudget(cfg.BodyBudget, FreeBodyBytes),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_http_requests_total", Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),

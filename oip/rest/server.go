@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/oip"
@@ -35,12 +36,22 @@ func WithMaxBodyBytes(n int64) HandlerOption {
 }
 
 // WithGate bounds the infer requests in flight to g's slots (default: no
-// bound). A request that finds them all taken is answered at once 503 with
-// Retry-After, before its body is read. Share g with the server's other
-// transports to bound their sum. Health, readiness and metadata routes are
-// never limited: probes must answer under overload.
+// bound). A request takes a slot once its body has been read (a client
+// that sends slowly holds no slot others need); one that finds them all
+// taken is answered at once 503 with Retry-After, before its data is
+// decoded. Share g with the server's other transports to bound their sum.
+// Health, readiness and metadata routes are never limited: probes must
+// answer under overload.
 func WithGate(g *oip.Gate) HandlerOption {
 	return func(h *Handler) { h.gate = g }
+}
+
+// WithBodyBudget bounds the bytes of infer bodies being read and served
+// beyond each one's free part (see oip.BodyBudget); a body that finds it
+// spent is answered 503 with Retry-After. Default: no bound but the
+// per-request limits.
+func WithBodyBudget(b *oip.BodyBudget) HandlerOption {
+	return func(h *Handler) { h.budget = b }
 }
 
 // WithLogger sets where internal errors are logged (default: discarded).
@@ -78,9 +89,10 @@ func WithLogger(l *slog.Logger) HandlerOption {
 // reported to it.
 type Handler struct {
 	b       oip.Backend
-	limiter oip.Limiter  // nil: maxBody only
-	obs     oip.Observer // nil: not reported
-	gate    *oip.Gate    // nil: no bound
+	limiter oip.Limiter     // nil: maxBody only
+	obs     oip.Observer    // nil: not reported
+	gate    *oip.Gate       // nil: no bound
+	budget  *oip.BodyBudget // nil: no bound
 	maxBody int64
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -144,8 +156,12 @@ func cutSpace(s string) (string, string, bool) {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// errTooLarge marks a body over the limit.
-var errTooLarge = errors.New("request body too large")
+// errTooLarge marks a body over the limit; errBodyTimeout a body still
+// arriving at the read deadline (408).
+var (
+	errTooLarge    = errors.New("request body too large")
+	errBodyTimeout = errors.New("request body timed out")
+)
 
 // tooLarge is the EINVALID error of a body over limit bytes, answered 413.
 func tooLarge(limit int64, model string) error {
@@ -157,6 +173,9 @@ func tooLarge(limit int64, model string) error {
 func statusOf(err error) int {
 	if errors.Is(err, errTooLarge) {
 		return http.StatusRequestEntityTooLarge
+	}
+	if errors.Is(err, errBodyTimeout) {
+		return http.StatusRequestTimeout
 	}
 	switch forecast.ErrorCode(err) {
 	case forecast.EINVALID:
@@ -262,16 +281,24 @@ func (h *Handler) modelReady(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) infer(w http.ResponseWriter, r *http.Request) error {
 	m, v := r.PathValue("model"), r.PathValue("version")
+	buf := h.bufs.Get().(*bytes.Buffer)
+	defer h.putBuf(buf)
+	buf.Reset()
+	body, check, held, err := h.readBody(w, r, m, v, buf)
+	defer h.giveBack(held)
+	if err != nil {
+		return h.rejected(m, err)
+	}
 	if h.gate != nil {
 		if !h.gate.TryEnter() {
 			return h.rejected(m, h.gate.Overloaded())
 		}
 		defer h.gate.Leave()
 	}
-	buf := h.bufs.Get().(*bytes.Buffer)
-	defer h.putBuf(buf)
-	buf.Reset()
-	req, err := h.readRequest(w, r, m, v, buf)
+	req, err := decodeRequest(body, r.Header.Get(HeaderInferenceLength), check)
+	if err == nil {
+		err = req.Validate()
+	}
 	if err != nil {
 		return h.rejected(m, err)
 	}
@@ -330,66 +357,49 @@ func (h *Handler) rejected(model string, err error) error {
 	return err
 }
 
-// readRequest reads and decodes the body of an infer request of model m,
-// version v, into buf, within the model's limits (see Handler).
-func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, m, v string, buf *bytes.Buffer) (*oip.InferenceRequest, error) {
-	headerLen := r.Header.Get(HeaderInferenceLength)
+// readBody reads the body of an infer request of model m, version v, into
+// buf within the model's limits (see Handler) and the body budget; it
+// returns the body, the model's shape check and the budget bytes held,
+// which the caller gives back once done with the body.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, m, v string, buf *bytes.Buffer) (body []byte, check func([]oip.Tensor) error, held int64, err error) {
 	limit := h.maxBody
-	var check func([]oip.Tensor) error
 	if h.limiter != nil {
 		lim, err := h.limiter.InferLimits(r.Context(), m, v)
 		if err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
-		limit, check = min(limit, bodyLimit(lim, headerLen != "")), lim.Check
+		limit, check = min(limit, bodyLimit(lim, r.Header.Get(HeaderInferenceLength) != "")), lim.Check
 	}
 	if r.ContentLength > limit {
-		return nil, tooLarge(limit, m)
+		return nil, nil, 0, tooLarge(limit, m)
 	}
-	body, err := readBody(buf.AvailableBuffer(), http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	body, held, err = oip.ReadBody(r.Body, r.ContentLength, limit, h.budget, buf.AvailableBuffer())
 	*buf = *bytes.NewBuffer(body) // keep a grown buffer for the response
-	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			return nil, tooLarge(limit, m)
-		}
-		return nil, forecast.Errorf(forecast.EINVALID, "reading request body: %v", err)
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, check, held, nil
+	case errors.As(err, &mbe):
+		return nil, nil, held, tooLarge(limit, m)
+	case errors.Is(err, oip.ErrBodyBudget):
+		return nil, nil, held, &forecast.Error{Code: forecast.EUNAVAILABLE, Err: oip.ErrOverloaded,
+			Message: "overloaded: " + strconv.FormatInt(h.budget.Size(), 10) + " bytes of request bodies being read; retry after " + strconv.Itoa(oip.RetryAfterSeconds) + " s"}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The read deadline has passed and so, by now, may the write
+		// deadline: give the answer a moment of its own.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Second))
+		w.Header().Set("Connection", "close")
+		return nil, nil, held, &forecast.Error{Code: forecast.EINVALID, Err: errBodyTimeout,
+			Message: "the request body did not arrive in time: " + strconv.Itoa(len(body)) + " of " + strconv.FormatInt(r.ContentLength, 10) + " bytes"}
 	}
-	req, err := decodeRequest(body, headerLen, check)
-	if err != nil {
-		return nil, err
-	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	return req, nil
+	w.Header().Set("Connection", "close")
+	return nil, nil, held, forecast.Errorf(forecast.EINVALID, "reading request body: %v", err)
 }
 
-// readBody appends r, a body of size bytes (-1: unknown) and at most limit,
-// to dst. With a known size it allocates once; otherwise it doubles dst but
-// never past limit+1 (room for the byte that tells http.MaxBytesReader the
-// body is too long), where bytes.Buffer would double past the limit: a
-// chunked body at the limit costs the limit, not up to twice as much.
-func readBody(dst []byte, r io.Reader, size, limit int64) ([]byte, error) {
-	want := limit + 1
-	if size >= 0 {
-		want = min(want, size+1)
-	}
-	for {
-		if len(dst) == cap(dst) {
-			n := min(max(2*int64(cap(dst)), bytes.MinRead), want)
-			if n <= int64(cap(dst)) {
-				n = int64(cap(dst)) + bytes.MinRead // a body longer than announced
-			}
-			dst = append(make([]byte, 0, n), dst...)
-		}
-		k, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+k]
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
+// giveBack returns budget bytes held by a body.
+func (h *Handler) giveBack(held int64) {
+	if h.budget != nil {
+		h.budget.Give(held)
 	}
 }
 
