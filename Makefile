@@ -3,6 +3,7 @@
 #   make test        everything the tests need, then every test
 #   make test-short  unit tests only
 #   make bench       the performance and accuracy figures
+#   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -15,14 +16,24 @@ MODELS_KEY := $(shell cat $$(find models forecast -type f \( -name '*.go' -o -na
 MODELS     := $(CACHE)/models/$(MODELS_KEY)
 TRAIN_UNTIL ?= 2021-01-01T00:00:00Z
 REPLAY_START ?= 2021-06-01T00:00:00Z
+# The version of binaries, images and chart: the chart's appVersion, in one place.
+VERSION    := v$(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/helm/carbongate/Chart.yaml)
+VERSION_PKG := github.com/carbongate/carbongate/cmd/internal/version
+LDFLAGS    := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test helm-lint
+.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test helm-lint images
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# Images named and tagged as the Helm chart expects (ghcr.io/carbongate/<binary>:$(VERSION)),
+# built without a Docker daemon by Podman from Debian (test/setup/podman.sh installs and sets it
+# up); CONTAINER=docker builds the same Containerfile with Docker.
+images:
+	CONTAINER=$${CONTAINER:-$$(test/setup/podman.sh)} deploy/container/build.sh
 
 $(MODELS)/.done:
 	@mkdir -p $(CACHE)/models
@@ -69,12 +80,13 @@ test: fmt-check vet
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && \
 	HELM=$$(test/setup/helm.sh) && \
+	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_PODMAN CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
