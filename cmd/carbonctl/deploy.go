@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/carbongate/carbongate/deploy/kubejob"
+	"github.com/carbongate/carbongate/deploy/webhook"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/kserve"
 )
@@ -16,7 +18,7 @@ import (
 // runDeploy dispatches the deploy subcommands. Today: render.
 func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n       carbonctl deploy render --backfill --shards N --image IMAGE [backfill flags]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout,\n             or with --backfill a Kubernetes Indexed Job sharding carbonctl backfill")
+		fmt.Fprintln(stderr, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n       carbonctl deploy render --backfill --shards N --image IMAGE [backfill flags]\n       carbonctl deploy render --webhook --ca-bundle ca.crt [--url URL] [--failure-policy Ignore]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout,\n             with --backfill a Kubernetes Indexed Job sharding carbonctl backfill, or with\n             --webhook the MutatingWebhookConfiguration of carbongate's admission webhook")
 		if len(args) == 0 {
 			return usagef("deploy: a subcommand is required")
 		}
@@ -24,8 +26,15 @@ func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch args[0] {
 	case "render":
-		if rest, ok := cutBackfillFlag(args[1:]); ok {
+		rest, backfill := cutBoolFlag(args[1:], "backfill")
+		rest, hook := cutBoolFlag(rest, "webhook")
+		switch {
+		case backfill && hook:
+			return usagef("deploy render: --backfill and --webhook render different things; give one")
+		case backfill:
 			return runDeployRenderBackfill(rest, stdout, stderr)
+		case hook:
+			return runDeployRenderWebhook(rest, stdout, stderr)
 		}
 		return runDeployRender(ctx, args[1:], stdout, stderr)
 	}
@@ -129,19 +138,59 @@ func runDeployRender(_ context.Context, args []string, stdout, stderr io.Writer)
 	return err
 }
 
-// cutBackfillFlag removes a leading-or-anywhere --backfill (or -backfill,
-// --backfill=true) from args and reports whether it was there.
-func cutBackfillFlag(args []string) ([]string, bool) {
+// cutBoolFlag removes the boolean flag name, anywhere before "--" (as
+// --name, -name, --name=true or -name=true), from args and reports whether
+// it was there.
+func cutBoolFlag(args []string, name string) ([]string, bool) {
 	for i, a := range args {
 		if a == "--" {
 			break
 		}
 		switch a {
-		case "--backfill", "-backfill", "--backfill=true", "-backfill=true":
+		case "--" + name, "-" + name, "--" + name + "=true", "-" + name + "=true":
 			return append(append([]string(nil), args[:i]...), args[i+1:]...), true
 		}
 	}
 	return args, false
+}
+
+// webhookFlags maps webhook.Config fields, as *forecast.Error names them,
+// to the flags that set them.
+var webhookFlags = map[string]string{
+	"ca_bundle":      "--ca-bundle",
+	"url":            "--url",
+	"failure_policy": "--failure-policy",
+}
+
+// runDeployRenderWebhook writes deploy/webhook's MutatingWebhookConfiguration
+// with its caBundle filled from --ca-bundle, ready for kubectl apply -f -.
+func runDeployRenderWebhook(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("deploy render --webhook", stderr)
+	caFile := fs.String("ca-bundle", "", "PEM `file` of the CA certificate(s) that signed carbongate's serving certificate (required)")
+	url := fs.String("url", "", "call the webhook at this https `URL` instead of the carbongate Service (a webhook outside the cluster)")
+	policy := fs.String("failure-policy", "", "what the API server does when the webhook cannot be reached: Fail (the file's default) or Ignore")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("deploy render --webhook: unexpected argument %q", fs.Arg(0))
+	}
+	if *caFile == "" {
+		return usagef("deploy render --webhook: --ca-bundle is required")
+	}
+	ca, err := os.ReadFile(*caFile)
+	if err != nil {
+		return usagef("deploy render --webhook: --ca-bundle: %v", err)
+	}
+	out, err := webhook.Render(webhook.Config{CABundle: ca, URL: *url, FailurePolicy: *policy})
+	if err != nil {
+		if forecast.ErrorCode(err) == forecast.EINVALID {
+			return usagef("deploy render --webhook: %s: %s", webhookFlags[forecast.ErrorField(err)], forecast.ErrorMessage(err))
+		}
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
 }
 
 // backfillJobFlags maps kubejob.Config fields, as *forecast.Error names

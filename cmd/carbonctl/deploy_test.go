@@ -10,6 +10,8 @@ import (
 
 	"github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
 	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
 )
 
@@ -118,5 +120,60 @@ func TestDeployExampleUpToDate(t *testing.T) {
 	_, rest, _ = strings.Cut(rest, "\n") // the second comment line
 	if rest != stdout {
 		t.Fatalf("deploy/kserve/example.yaml is stale; regenerate it with: carbonctl %s", args)
+	}
+}
+
+// TestDeployRenderWebhook: --webhook writes deploy/webhook's configuration
+// with the CA file as caBundle (and --url, --failure-policy applied);
+// mistakes are usage errors naming the flag.
+func TestDeployRenderWebhook(t *testing.T) {
+	t.Parallel()
+	ca, key, err := cert.GenerateSelfSignedCertKey("carbongate.carbongate.svc", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCtl(t, "deploy", "render", "--webhook", "--ca-bundle", caFile,
+		"--url", "https://127.0.0.1:8443/v1/admission/mutate", "--failure-policy", "Ignore")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var c admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict([]byte(out), &c); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	w := c.Webhooks[0]
+	if !bytes.Equal(w.ClientConfig.CABundle, ca) || w.ClientConfig.URL == nil || *w.ClientConfig.URL != "https://127.0.0.1:8443/v1/admission/mutate" ||
+		w.ClientConfig.Service != nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
+		t.Errorf("rendered webhook %+v", w)
+	}
+
+	for _, tc := range []struct {
+		note string
+		args []string
+		want string
+	}{
+		{"no bundle", nil, "--ca-bundle is required"},
+		{"missing file", []string{"--ca-bundle", filepath.Join(dir, "absent")}, "--ca-bundle: open"},
+		{"key file", []string{"--ca-bundle", keyFile}, "--ca-bundle: the CA bundle holds a RSA PRIVATE KEY block"},
+		{"http url", []string{"--ca-bundle", caFile, "--url", "http://127.0.0.1/x"}, "--url: webhook URL"},
+		{"policy", []string{"--ca-bundle", caFile, "--failure-policy", "Never"}, "--failure-policy"},
+		{"with backfill", []string{"--backfill", "--ca-bundle", caFile}, "--backfill and --webhook"},
+		{"stray argument", []string{"--ca-bundle", caFile, "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			t.Parallel()
+			code, out, stderr := runCtl(t, append([]string{"deploy", "render", "--webhook"}, tc.args...)...)
+			if code != 2 || out != "" || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, %q", code, out, stderr, tc.want)
+			}
+		})
 	}
 }
