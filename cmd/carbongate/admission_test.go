@@ -3,19 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,67 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/test/services"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func newCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf certificate for 127.0.0.1 (server or client use),
-// valid from notBefore to notAfter, and returns its PEM and its key's PEM.
-func (ca *testCA) issue(t testing.TB, cn string, client bool, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key := newKey(t)
-	usage := x509.ExtKeyUsageServerAuth
-	if client {
-		usage = x509.ExtKeyUsageClientAuth
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
 
 func writeFile(t testing.TB, dir, name string, b []byte) string {
 	t.Helper()
@@ -130,21 +64,21 @@ type reviewResponse struct {
 func TestAdmissionOverTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	serverCA, clientCA, otherCA := newCA(t, "server-ca"), newCA(t, "apiserver-client-ca"), newCA(t, "other-ca")
+	serverCA, clientCA, otherCA := services.NewCA(t, "server-ca"), services.NewCA(t, "apiserver-client-ca"), services.NewCA(t, "other-ca")
 	now := time.Now()
-	certPEM, keyPEM := serverCA.issue(t, "carbongate", false, now.Add(-time.Hour), now.Add(time.Hour))
+	certPEM, keyPEM := serverCA.Issue(t, "carbongate", false, now.Add(-time.Hour), now.Add(time.Hour))
 	m, _ := startMain(t, "--drain-delay", "0s", "--admission",
 		"--tls-cert", writeFile(t, dir, "tls.crt", certPEM), "--tls-key", writeFile(t, dir, "tls.key", keyPEM),
-		"--admission-client-ca", writeFile(t, dir, "client-ca.crt", clientCA.pem))
+		"--admission-client-ca", writeFile(t, dir, "client-ca.crt", clientCA.PEM))
 	if !strings.HasPrefix(m.URL(), "https://") {
 		t.Fatalf("URL %s, want https", m.URL())
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(serverCA.cert)
-	client := func(ca *testCA, maxVersion uint16) *http.Client {
+	roots.AddCert(serverCA.Cert)
+	client := func(ca *services.CA, maxVersion uint16) *http.Client {
 		cfg := &tls.Config{RootCAs: roots, MaxVersion: maxVersion}
 		if ca != nil {
-			c, k := ca.issue(t, "kube-apiserver", true, now.Add(-time.Hour), now.Add(time.Hour))
+			c, k := ca.Issue(t, "kube-apiserver", true, now.Add(-time.Hour), now.Add(time.Hour))
 			kp, err := tls.X509KeyPair(c, k)
 			if err != nil {
 				t.Fatal(err)
@@ -274,12 +208,12 @@ func post(url, body string) (int, error) {
 func TestAdmissionStartupErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca := newCA(t, "ca")
+	ca := services.NewCA(t, "ca")
 	now := time.Now()
-	cert, key := ca.issue(t, "ok", false, now.Add(-time.Hour), now.Add(time.Hour))
-	_, otherKey := ca.issue(t, "other", false, now.Add(-time.Hour), now.Add(time.Hour))
-	expired, expiredKey := ca.issue(t, "old", false, now.Add(-48*time.Hour), now.Add(-time.Hour))
-	future, futureKey := ca.issue(t, "new", false, now.Add(time.Hour), now.Add(48*time.Hour))
+	cert, key := ca.Issue(t, "ok", false, now.Add(-time.Hour), now.Add(time.Hour))
+	_, otherKey := ca.Issue(t, "other", false, now.Add(-time.Hour), now.Add(time.Hour))
+	expired, expiredKey := ca.Issue(t, "old", false, now.Add(-48*time.Hour), now.Add(-time.Hour))
+	future, futureKey := ca.Issue(t, "new", false, now.Add(time.Hour), now.Add(48*time.Hour))
 	f := func(name string, b []byte) string { return writeFile(t, dir, name, b) }
 	certF, keyF := f("tls.crt", cert), f("tls.key", key)
 	tests := []struct {
@@ -294,8 +228,8 @@ func TestAdmissionStartupErrors(t *testing.T) {
 		{"not PEM", []string{"--tls-cert", f("junk.crt", []byte("junk")), "--tls-key", keyF}, "not a matching PEM"},
 		{"expired", []string{"--tls-cert", f("expired.crt", expired), "--tls-key", f("expired.key", expiredKey)}, "expired at"},
 		{"not yet valid", []string{"--tls-cert", f("future.crt", future), "--tls-key", f("future.key", futureKey)}, "not valid before"},
-		{"client CA without TLS", []string{"--admission", "--admission-client-ca", f("ca.crt", ca.pem)}, "needs --tls-cert"},
-		{"client CA without admission", []string{"--tls-cert", certF, "--tls-key", keyF, "--admission-client-ca", f("ca2.crt", ca.pem)}, "needs --admission"},
+		{"client CA without TLS", []string{"--admission", "--admission-client-ca", f("ca.crt", ca.PEM)}, "needs --tls-cert"},
+		{"client CA without admission", []string{"--tls-cert", certF, "--tls-key", keyF, "--admission-client-ca", f("ca2.crt", ca.PEM)}, "needs --admission"},
 		{"client CA not PEM", []string{"--admission", "--tls-cert", certF, "--tls-key", keyF, "--admission-client-ca", f("bad-ca.crt", []byte("x"))}, "no PEM certificate"},
 		{"fail-open without admission", []string{"--admission-fail-open"}, "needs --admission"},
 		{"timeout over the request timeout", []string{"--admission", "--admission-timeout", "5s"}, "--admission-timeout"},
@@ -345,10 +279,10 @@ func TestMaxBodyFlag(t *testing.T) {
 func TestCertificateReload(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca := newCA(t, "ca")
+	ca := services.NewCA(t, "ca")
 	now := time.Now()
-	c1, k1 := ca.issue(t, "first", false, now.Add(-time.Hour), now.Add(time.Hour))
-	c2, k2 := ca.issue(t, "second", false, now.Add(-time.Hour), now.Add(2*time.Hour))
+	c1, k1 := ca.Issue(t, "first", false, now.Add(-time.Hour), now.Add(time.Hour))
+	c2, k2 := ca.Issue(t, "second", false, now.Add(-time.Hour), now.Add(2*time.Hour))
 	certF, keyF := writeFile(t, dir, "tls.crt", c1), writeFile(t, dir, "tls.key", k1)
 	clock := now
 	a := Admission{TLSCert: certF, TLSKey: keyF, Now: func() time.Time { return clock }}
@@ -391,8 +325,8 @@ func TestWebhookManifest(t *testing.T) {
 	if !bytes.Contains(b, []byte("${CA_BUNDLE}")) {
 		t.Fatal("no ${CA_BUNDLE} placeholder")
 	}
-	ca := newCA(t, "webhook-ca")
-	b = bytes.ReplaceAll(b, []byte("${CA_BUNDLE}"), []byte(base64.StdEncoding.EncodeToString(ca.pem)))
+	ca := services.NewCA(t, "webhook-ca")
+	b = bytes.ReplaceAll(b, []byte("${CA_BUNDLE}"), []byte(base64.StdEncoding.EncodeToString(ca.PEM)))
 	var cfg admissionregistrationv1.MutatingWebhookConfiguration
 	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
 		t.Fatal(err)
@@ -413,7 +347,7 @@ func TestWebhookManifest(t *testing.T) {
 		t.Error("no failurePolicy")
 	case svc == nil || svc.Path == nil || *svc.Path != admission.Path:
 		t.Errorf("service %+v, want path %s", svc, admission.Path)
-	case !bytes.Equal(w.ClientConfig.CABundle, ca.pem):
+	case !bytes.Equal(w.ClientConfig.CABundle, ca.PEM):
 		t.Error("caBundle does not decode to the CA")
 	case len(w.Rules) != 1:
 		t.Errorf("rules %+v", w.Rules)

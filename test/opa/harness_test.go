@@ -46,19 +46,7 @@ func opaBinary(tb testing.TB) string {
 		}
 		return p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(services.RepoRoot(tb), "test", "setup", "opa.sh"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		tb.Fatalf("test/setup/opa.sh: %v\n%s", err, stderr.String())
-	}
-	p := strings.TrimSpace(stdout.String())
-	if p == "" {
-		tb.Fatalf("test/setup/opa.sh printed no path\n%s", stderr.String())
-	}
-	return p
+	return services.Setup(tb, "opa.sh")
 }
 
 // runOPA runs the opa CLI in the repository root and returns its stdout;

@@ -12,6 +12,7 @@ package services
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -87,18 +88,27 @@ func Venv(tb testing.TB, req Requirements) string {
 		}
 		return dir
 	}
-	root := RepoRoot(tb)
-	cmd := exec.Command("bash", filepath.Join(root, "test", "setup", "venv.sh"), filepath.Join(root, "test", "python", req.File))
+	return Setup(tb, "venv.sh", filepath.Join(PythonDir(tb), req.File))
+}
+
+// Setup runs test/setup/<script> with args (they build or find a peer,
+// print its path on stdout and log on stderr) and returns the path it
+// printed. A failure, or no path, fails the test with the script's log.
+func Setup(tb testing.TB, script string, args ...string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(RepoRoot(tb), "test", "setup", script)}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("services: test/setup/venv.sh %s: %v\n%s", req.File, err, stderr.String())
+		tb.Fatalf("services: test/setup/%s %s: %v\n%s", script, strings.Join(args, " "), err, stderr.String())
 	}
-	dir := strings.TrimSpace(stdout.String())
-	if dir == "" {
-		tb.Fatalf("services: test/setup/venv.sh %s printed no venv\n%s", req.File, stderr.String())
+	p := strings.TrimSpace(stdout.String())
+	if p == "" {
+		tb.Fatalf("services: test/setup/%s %s printed no path\n%s", script, strings.Join(args, " "), stderr.String())
 	}
-	return dir
+	return p
 }
 
 // cacheDir is carbongate's cache directory outside the clone (the venvs'
