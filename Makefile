@@ -74,19 +74,21 @@ fmt-check:
 # PostgreSQL comes from Debian's packages (installed when absent; each test
 # binary runs its own server in a temp dir). The Python peers (KServe,
 # MLServer, MLflow) and SeaweedFS live in virtualenvs outside the clone,
-# keyed by the hash of their pinned requirements.
+# keyed by the hash of their pinned requirements. kube-apiserver and etcd
+# are built once from test/setup/kube/ (several minutes; cached the same way).
 test: fmt-check vet
-	@echo "setting up the Python peers (cached after the first run)"
+	@echo "setting up the peers (cached after the first run)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && \
 	HELM=$$(test/setup/helm.sh) && \
 	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
+	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && \
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_PODMAN CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
