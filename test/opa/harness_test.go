@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -40,13 +39,7 @@ const (
 // test/setup/opa.sh.
 func opaBinary(tb testing.TB) string {
 	tb.Helper()
-	if p := os.Getenv("CARBONGATE_OPA"); p != "" {
-		if _, err := exec.LookPath(p); err != nil {
-			tb.Fatalf("CARBONGATE_OPA=%s: %v", p, err)
-		}
-		return p
-	}
-	return services.Setup(tb, "opa.sh")
+	return services.Tool(tb, "CARBONGATE_OPA", "opa.sh")
 }
 
 // runOPA runs the opa CLI in the repository root and returns its stdout;

@@ -91,6 +91,20 @@ func Venv(tb testing.TB, req Requirements) string {
 	return Setup(tb, "venv.sh", filepath.Join(PythonDir(tb), req.File))
 }
 
+// Tool returns the executable named by the environment variable env (make
+// sets it to what the setup script printed), else the one
+// test/setup/<script> builds or finds (see Setup).
+func Tool(tb testing.TB, env, script string) string {
+	tb.Helper()
+	if p := os.Getenv(env); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			tb.Fatalf("services: %s=%s: %v", env, p, err)
+		}
+		return p
+	}
+	return Setup(tb, script)
+}
+
 // Setup runs test/setup/<script> with args (they build or find a peer,
 // print its path on stdout and log on stderr) and returns the path it
 // printed. A failure, or no path, fails the test with the script's log.

@@ -1,0 +1,10 @@
+//go:build interop
+
+// Package kube runs carbongate against a real Kubernetes API server
+// (kube-apiserver and etcd built by test/setup/kube.sh, started by envtest):
+// carbongate as the VmTemplate admission webhook called over TLS with a
+// client certificate, the shared admission fixtures replayed as API
+// operations, KServe discovery over real InferenceService objects, and the
+// manifests carbonctl renders applied server-side. No kubelet, scheduler
+// or controller runs: what is tested is what the API server itself does.
+package kube
