@@ -28,7 +28,7 @@ func commands() map[string]command {
 		"ingest":   {"check and normalise carbon-intensity CSV files into a data directory", runIngest},
 		"train":    {"train per-zone and generic models on data before a cut-off", runTrain},
 		"evaluate": {"score forecasts (the forecast store, or an in-process backtest): MAPE/MAE per lead day, intervals, PNG plots", runEvaluate},
-		"deploy":   {"render KServe manifests (ServingRuntime, InferenceServices) for carbonserve", runDeploy},
+		"deploy":   {"render KServe manifests for carbonserve, a backfill Job or the admission webhook's configuration", runDeploy},
 		"registry": {"registry administration: migrate (create MLflow's tables when absent)", runRegistry},
 		"register": {"store a model directory's files (S3 or local) and register it as a new version", runRegister},
 		"promote":  {"point an alias (champion by default) at a version: what serves changes live", runPromote},
