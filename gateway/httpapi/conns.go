@@ -37,12 +37,14 @@ func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
 // ConnLimit bounds the open connections of an http.Server. A connection
 // arriving at the limit first evicts a connection that has sent nothing
 // for SilentAfter since it was accepted (the oldest), else an idle
-// keep-alive connection (the one idle longest): clients that open
-// connections and send nothing, or keep them open, cannot lock out new
-// ones, probes included. Connections younger than SilentAfter are not
-// evicted for sending nothing yet: a real client sends its request within
-// milliseconds, and a flood of reconnecting clients must not evict the
-// connections of others before their first request. When every connection is busy the new one is
+// keep-alive connection (the one idle longest), else the oldest connection
+// that has sent nothing yet: clients that open connections and send
+// nothing, or keep them open, cannot lock out new ones, probes included.
+// Connections younger than SilentAfter go after the idle ones: a real
+// client sends its request within milliseconds, and a flood of
+// reconnecting keep-alive clients must not evict the connections of others
+// before their first request; a flood of silent connections reopened as
+// soon as they are closed still cannot keep a new client out. When every connection is busy the new one is
 // answered 503 with Retry-After and closed, as the in-flight limit does
 // for requests, so memory stays bounded under any load.
 //
@@ -112,9 +114,9 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// admit counts c in, evicting at the limit the oldest connection that
-// never sent a byte or else the longest-idle one, or refuses c when every
-// connection is busy.
+// admit counts c in, evicting at the limit (in this order) the oldest
+// connection silent for SilentAfter, the longest-idle one, or the oldest
+// silent one, or refuses c when every connection is busy.
 func (l *ConnLimit) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var evict net.Conn
@@ -122,6 +124,9 @@ func (l *ConnLimit) admit(c net.Conn) bool {
 		evict = l.fresh.oldestBefore(time.Now().Add(-SilentAfter))
 		if evict == nil {
 			evict = l.idle.oldest()
+		}
+		if evict == nil {
+			evict = l.fresh.oldest()
 		}
 		if evict == nil {
 			l.mu.Unlock()

@@ -144,6 +144,22 @@ func TestConnLimitEvictsSilentFirst(t *testing.T) {
 	}
 }
 
+// TestConnLimitEvictsYoungSilent: silent connections reopened as soon as
+// they are closed are all young, yet a new client still gets in.
+func TestConnLimitEvictsYoungSilent(t *testing.T) {
+	t.Parallel()
+	addr, lim := connServer(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for range 2 {
+		c, _ := dial(t, addr)
+		defer c.Close()
+	}
+	waitFor(t, func() bool { return lim.openConns() == 2 })
+	c, b := dial(t, addr)
+	if resp, _ := request(t, c, b, "/"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("new client with the limit full of young silent connections: %d, want 200", resp.StatusCode)
+	}
+}
+
 func TestConnLimitRefusesWhenAllBusy(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
