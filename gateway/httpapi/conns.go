@@ -24,10 +24,6 @@ import (
 // reopened by their clients (BenchmarkOverload measures both).
 const ConnsPerCPU = 4096
 
-// SilentAfter is how long a new connection may send nothing before it is
-// the first to be evicted at the connection limit.
-const SilentAfter = time.Second
-
 // maxRefusing bounds the refused connections being answered at once.
 const maxRefusing = 64
 
@@ -35,16 +31,14 @@ const maxRefusing = 64
 func DefaultMaxConns() int { return ConnsPerCPU * runtime.GOMAXPROCS(0) }
 
 // ConnLimit bounds the open connections of an http.Server. A connection
-// arriving at the limit first evicts a connection that has sent nothing
-// for SilentAfter since it was accepted (the oldest), else an idle
-// keep-alive connection (the one idle longest), else the oldest connection
-// that has sent nothing yet: clients that open connections and send
-// nothing, or keep them open, cannot lock out new ones, probes included.
-// Connections younger than SilentAfter go after the idle ones: a real
-// client sends its request within milliseconds, and a flood of
-// reconnecting keep-alive clients must not evict the connections of others
-// before their first request; a flood of silent connections reopened as
-// soon as they are closed still cannot keep a new client out. When every connection is busy the new one is
+// arriving at the limit evicts the connection unused longest: one that has
+// sent nothing since it was accepted, or an idle keep-alive one, whichever
+// has been so for longer, counting silence ten times idleness. Clients that open connections and send nothing,
+// or keep them open, cannot lock out new ones, probes included: silent
+// connections go first as they age, while a new client, which sends its
+// request within milliseconds, is not evicted by a flood of reconnecting
+// keep-alive clients idle for longer, and a well-behaved keep-alive client
+// is not evicted by silent connections older than its pauses. When every connection is busy the new one is
 // answered 503 with Retry-After and closed, as the in-flight limit does
 // for requests, so memory stays bounded under any load.
 //
@@ -114,20 +108,13 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// admit counts c in, evicting at the limit (in this order) the oldest
-// connection silent for SilentAfter, the longest-idle one, or the oldest
-// silent one, or refuses c when every connection is busy.
+// admit counts c in, evicting at the limit the connection unused longest
+// (see longestUnused), or refuses c when every connection is busy.
 func (l *ConnLimit) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var evict net.Conn
 	if l.open >= l.max {
-		evict = l.fresh.oldestBefore(time.Now().Add(-SilentAfter))
-		if evict == nil {
-			evict = l.idle.oldest()
-		}
-		if evict == nil {
-			evict = l.fresh.oldest()
-		}
+		evict = l.longestUnused()
 		if evict == nil {
 			l.mu.Unlock()
 			l.refused.Inc()
@@ -234,16 +221,39 @@ func (q *queue) push(c net.Conn) *list.Element { return q.l.PushBack(&queued{c, 
 
 func (q *queue) remove(e *list.Element) { q.l.Remove(e) }
 
-// oldest returns the connection longest in q, or nil.
-func (q *queue) oldest() net.Conn { return q.oldestBefore(time.Time{}) }
-
-// oldestBefore returns the connection longest in q if it joined q before
-// t (any time when t is zero), or nil.
-func (q *queue) oldestBefore(t time.Time) net.Conn {
-	if e := q.l.Front(); e != nil && (t.IsZero() || e.Value.(*queued).at.Before(t)) {
-		return e.Value.(*queued).conn
+// front returns the entry longest in q, or nil.
+func (q *queue) front() *queued {
+	if e := q.l.Front(); e != nil {
+		return e.Value.(*queued)
 	}
 	return nil
+}
+
+// silentWeight is how many times a connection that has sent nothing
+// counts as more unused than an idle keep-alive one over the same time: a
+// real client sends its first request within milliseconds of connecting,
+// while a keep-alive client's pauses between requests are its own.
+const silentWeight = 10
+
+// longestUnused returns the connection that has gone unused longest: the
+// one silent longest since it was accepted, unless the one idle longest
+// since its last answer has been idle silentWeight times as long; nil
+// when every connection is busy. Under mu.
+func (l *ConnLimit) longestUnused() net.Conn {
+	f, i := l.fresh.front(), l.idle.front()
+	switch {
+	case f == nil && i == nil:
+		return nil
+	case f == nil:
+		return i.conn
+	case i == nil:
+		return f.conn
+	}
+	now := time.Now()
+	if now.Sub(i.at) > silentWeight*now.Sub(f.at) {
+		return i.conn
+	}
+	return f.conn
 }
 
 // openConns returns the connections counted open.

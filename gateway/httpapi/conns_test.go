@@ -101,9 +101,9 @@ func TestConnLimitEvictsIdle(t *testing.T) {
 
 // TestConnLimitEvictsSilentFirst is the reproduction of the idle-connection
 // attack: connections that never send a byte used to fill the limit, and
-// every new client got 503 until the header timeout. Now, once silent for
-// SilentAfter, they are the first evicted, oldest first, before any
-// keep-alive connection.
+// every new client got 503 until the header timeout. Now they are evicted,
+// oldest first, before any keep-alive connection that has been idle for
+// less time than they have been silent.
 func TestConnLimitEvictsSilentFirst(t *testing.T) {
 	t.Parallel()
 	addr, lim := connServer(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -114,8 +114,15 @@ func TestConnLimitEvictsSilentFirst(t *testing.T) {
 	silent2, _ := dial(t, addr)
 	defer silent2.Close()
 	waitFor(t, func() bool { return lim.openConns() == 3 })
-	// Not yet silent for SilentAfter: the keep-alive one goes first, and a
-	// young connection is never evicted for having sent nothing yet.
+	// The keep-alive one, idle for ten times as long as the silent ones are
+	// old, goes first.
+	time.Sleep(time.Second)
+	silent1.Close()
+	silent2.Close()
+	silent1, b1 = dial(t, addr)
+	silent2, _ = dial(t, addr)
+	defer silent2.Close()
+	time.Sleep(10 * time.Millisecond)
 	c, b := dial(t, addr)
 	if resp, _ := request(t, c, b, "/"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("new client with young silent connections: %d, want 200", resp.StatusCode)
@@ -128,7 +135,6 @@ func TestConnLimitEvictsSilentFirst(t *testing.T) {
 	kept, bk = dial(t, addr)
 	request(t, kept, bk, "/")
 	waitIdle(t, lim, 1)
-	time.Sleep(SilentAfter)
 	for i := range 2 { // one per silent connection
 		c, b := dial(t, addr)
 		if resp, _ := request(t, c, b, "/"); resp.StatusCode != http.StatusOK {
