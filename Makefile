@@ -4,6 +4,8 @@
 #   make test-short  unit tests only
 #   make bench       the performance and accuracy figures
 #   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
+#   make kube-up     a local Kubernetes API server with carbongate as its VmTemplate webhook
+#   make kube-down   stop it and remove its state
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -16,12 +18,14 @@ MODELS_KEY := $(shell cat $$(find models forecast -type f \( -name '*.go' -o -na
 MODELS     := $(CACHE)/models/$(MODELS_KEY)
 TRAIN_UNTIL ?= 2021-01-01T00:00:00Z
 REPLAY_START ?= 2021-06-01T00:00:00Z
+# State of make kube-up: certificates, etcd data, kubeconfig, pid files and logs.
+KUBE_DIR   ?= $(CACHE)/kube
 # The version of binaries, images and chart: the chart's appVersion, in one place.
 VERSION    := v$(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/helm/carbongate/Chart.yaml)
 VERSION_PKG := github.com/carbongate/carbongate/cmd/internal/version
 LDFLAGS    := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test helm-lint images
+.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
 
 all: build
 
@@ -57,6 +61,18 @@ run: build $(MODELS)/.done
 	exec $(BIN)/carbongate --addr $(ADDR) --models $(MODELS) --clock replay --replay-start $(REPLAY_START) --drain-delay 0s \
 		--registry $(CACHE)/registry.db --registry-cache-dir $(CACHE)/registry-models \
 		--artifact-sources $(CURDIR)/$(CACHE)/models,$(CURDIR)/$(CACHE)/artifacts
+
+# etcd and kube-apiserver on loopback (built once by test/setup/kube.sh, as make test does),
+# the VmTemplate CRD, carbongate --admission over TLS on the models make run serves; prints
+# the KUBECONFIG line and an example (deploy/local/kube.sh). Rerun: says it is up.
+kube-up: build $(MODELS)/.done
+	@ASSETS=$$(test/setup/kube.sh) && \
+	KUBE_DIR=$(KUBE_DIR) KUBE_ASSETS=$$ASSETS KUBE_BIN=$(BIN) KUBE_MODELS=$(MODELS) REPLAY_START=$(REPLAY_START) \
+		deploy/local/kube.sh up
+
+# Stops what kube-up started (by pid) and removes $(KUBE_DIR); a no-op when it is not up.
+kube-down:
+	@KUBE_DIR=$(KUBE_DIR) deploy/local/kube.sh down
 
 vet:
 	$(GO) vet ./...
@@ -125,5 +141,5 @@ bench:
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && export CARBONGATE_PG_BIN && \
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkBackfillVsCopy$$' -benchtime 1x -timeout 15m ./test/backfill/ | grep '^backfill into'
 
-clean:
+clean: kube-down
 	rm -rf $(BIN) $(CACHE)

@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# kube.sh up|down — a local Kubernetes control plane with carbongate as the
+# VmTemplate admission webhook, for trying the Kubernetes side in one command
+# (`make kube-up`, `make kube-down`; the Makefile builds what `up` needs and
+# passes it in the environment).
+#
+#   up    starts etcd and kube-apiserver on free loopback ports, installs the
+#         VmTemplate CRD, starts carbongate (--admission, replay clock) over
+#         TLS, registers it with `carbonctl deploy render --webhook` and waits
+#         until the API server calls it; then prints the KUBECONFIG line and
+#         an example. When everything is already up it says so and prints the
+#         lines again; leftovers of a failed or half-stopped start are stopped
+#         and replaced.
+#   down  stops the processes `up` started (by the pids it recorded, checked
+#         against their command lines) and removes the state directory; a
+#         no-op when nothing is up.
+#
+# Everything lives in the state directory $KUBE_DIR: one CA (openssl, EC
+# P-256) signing the API server's serving certificate, the admin's client
+# certificate (system:masters, used by the kubeconfig), the client
+# certificate the API server shows webhooks and carbongate's serving
+# certificate; the service-account key; etcd's data; the pid files and
+# logs. No kubelet, scheduler or controller runs: what happens is what the
+# API server does (storage, validation, admission).
+#
+# Environment (up): KUBE_DIR (state, default .cache/kube), KUBE_ASSETS (the
+# directory holding kube-apiserver and etcd, as test/setup/kube.sh prints),
+# KUBE_BIN (the directory holding carbongate and carbonctl), KUBE_MODELS
+# (trained models, as `make run` uses), REPLAY_START (the replay clock).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+state="${KUBE_DIR:-$root/.cache/kube}"
+mkdir -p "$(dirname "$state")"
+state="$(cd "$(dirname "$state")" && pwd)/$(basename "$state")"
+example="deploy/local/vmtemplate.yaml"
+procs=(carbongate kube-apiserver etcd) # in stopping order
+
+log() { echo "kube-up: $*" >&2; }
+die() {
+  log "$*"
+  exit 1
+}
+
+# pid_of NAME prints the recorded pid of NAME when that process is alive
+# (not a zombie) and was started with this state directory in its
+# arguments, so a recycled pid is never taken for it.
+pid_of() {
+  local f="$state/$1.pid" pid stat args
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  stat="$(ps -o stat= -p "$pid" 2>/dev/null)" || return 1
+  [[ "$stat" != Z* ]] || return 1
+  args="$(ps -o args= -p "$pid" 2>/dev/null)" || return 1
+  [[ "$args" == *"$state"* ]] || return 1
+  echo "$pid"
+}
+
+# running succeeds when a start completed and all its processes still run.
+running() {
+  local p
+  [ -f "$state/up" ] || return 1
+  for p in "${procs[@]}"; do
+    pid_of "$p" >/dev/null || return 1
+  done
+}
+
+# stop NAME sends SIGTERM, waits up to 20 s, then SIGKILL.
+stop() {
+  local pid i
+  pid="$(pid_of "$1")" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 200; i++)); do
+    pid_of "$1" >/dev/null || return 0
+    sleep 0.1
+  done
+  log "$1 (pid $pid) did not stop within 20 s: killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop_all() {
+  local p
+  for p in "${procs[@]}"; do
+    stop "$p"
+  done
+}
+
+down() {
+  if [ ! -d "$state" ]; then
+    echo "kube-down: nothing is up (no $state)"
+    return
+  fi
+  stop_all
+  rm -rf "$state"
+  echo "kube-down: stopped; removed $state"
+}
+
+print_lines() {
+  cat <<EOF
+
+A Kubernetes API server with carbongate as the VmTemplate admission webhook is up
+(state, logs and certificates in $state). Point kubectl at it and create a VmTemplate:
+
+  export KUBECONFIG=$state/kubeconfig
+  kubectl apply -f $example
+  kubectl get vmtemplates -n jobs
+  kubectl get vmtemplate batch-1 -n jobs -o yaml
+
+The stored object carries the decision: spec.schedulingRegion, spec.schedulingTime and the
+carbongate.io/provenance annotation. Stop everything with: make kube-down
+
+EOF
+}
+
+# port picks a loopback port nothing listens on (and not picked before) into
+# $port, below Linux's ephemeral range (32768 up) where ports taken with
+# bind(:0) by other programs come from.
+picked=" "
+port() {
+  local i p
+  for ((i = 0; i < 100; i++)); do
+    p=$((20000 + RANDOM % 12000))
+    [[ "$picked" != *" $p "* ]] || continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      picked+="$p "
+      port=$p
+      return
+    fi
+  done
+  die "no free loopback port found"
+}
+
+# start NAME ARGS... runs a program in the background in a session of its
+# own, output to NAME.log, pid to NAME.pid.
+start() {
+  local name="$1"
+  shift
+  setsid "$@" >"$state/$name.log" 2>&1 </dev/null &
+  echo $! >"$state/$name.pid"
+}
+
+# await NAME WHAT CMD... retries CMD for up to 60 s while NAME runs.
+await() {
+  local name="$1" what="$2" i
+  shift 2
+  for ((i = 0; i < 300; i++)); do
+    if "$@" >/dev/null 2>&1; then
+      return
+    fi
+    pid_of "$name" >/dev/null || die "$name exited before $what; the end of $state/$name.log:
+$(tail -n 20 "$state/$name.log")"
+    sleep 0.2
+  done
+  die "$name: not $what within 60 s; the end of $state/$name.log:
+$(tail -n 20 "$state/$name.log")"
+}
+
+# issue NAME CN ORG EKU [SAN] writes NAME.key and NAME.crt signed by the CA.
+issue() {
+  local name="$1" cn="$2" org="$3" eku="$4" san="${5:-}" subj
+  subj="/CN=$cn"
+  [ -z "$org" ] || subj="$subj/O=$org"
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$name.key" 2>/dev/null
+  openssl req -new -key "$name.key" -subj "$subj" -out "$name.csr"
+  openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 16)" \
+    -days 365 -out "$name.crt" -extfile <(
+      printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n' "$eku"
+      [ -z "$san" ] || printf 'subjectAltName=%s\n' "$san"
+    ) 2>/dev/null
+  rm -f "$name.csr"
+}
+
+certificates() {
+  (
+    cd "$state"
+    umask 077
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null
+    openssl req -x509 -new -key ca.key -subj "/CN=carbongate kube-up CA" -days 365 -out ca.crt \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+    issue apiserver kube-apiserver "" serverAuth "IP:127.0.0.1,DNS:localhost"
+    issue admin kube-up-admin system:masters clientAuth
+    issue webhook-client kube-apiserver "" clientAuth
+    issue carbongate carbongate "" serverAuth "IP:127.0.0.1"
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key 2>/dev/null
+    openssl pkey -in sa.key -pubout -out sa.pub
+  )
+}
+
+up() {
+  local t0=$SECONDS
+  if running; then
+    echo "kube-up: already up"
+    print_lines
+    return
+  fi
+  if [ -d "$state" ]; then
+    log "stopping the leftovers of an earlier start in $state"
+    stop_all
+    rm -rf "$state"
+  fi
+  local v
+  for v in KUBE_ASSETS KUBE_BIN KUBE_MODELS REPLAY_START; do
+    [ -n "${!v:-}" ] || die "$v is not set (run it through make kube-up)"
+  done
+  command -v openssl >/dev/null || die "openssl is needed for the certificates"
+  command -v kubectl >/dev/null || die "kubectl is needed (v1.32 or later)"
+  local bin assets models
+  bin="$(cd "$KUBE_BIN" && pwd)"
+  assets="$(cd "$KUBE_ASSETS" && pwd)"
+  models="$(cd "$KUBE_MODELS" && pwd)"
+  mkdir -p "$state"
+  # From here on a failure stops what was started; the logs stay for a look.
+  trap 'rc=$?; if [ $rc -ne 0 ]; then stop_all; log "failed; logs in $state (make kube-down removes them)"; fi' EXIT
+
+  certificates
+  port
+  local etcd_port=$port
+  port
+  local peer_port=$port
+  port
+  local api_port=$port
+  port
+  local gate_port=$port
+  local api="https://127.0.0.1:$api_port" gate="https://127.0.0.1:$gate_port"
+
+  start etcd "$assets/etcd" --name kube-up --data-dir "$state/etcd" --unsafe-no-fsync \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "kube-up=http://127.0.0.1:$peer_port"
+
+  # The API server shows webhooks the client certificate the kubeconfig of
+  # its WebhookAdmissionConfiguration names (user "*": every webhook).
+  cat >"$state/webhook-kubeconfig.yaml" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: $state/webhook-client.crt
+    client-key: $state/webhook-client.key
+EOF
+  cat >"$state/admission.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $state/webhook-kubeconfig.yaml
+EOF
+  cat >"$state/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kube-up
+  cluster:
+    server: $api
+    certificate-authority: $state/ca.crt
+users:
+- name: kube-up-admin
+  user:
+    client-certificate: $state/admin.crt
+    client-key: $state/admin.key
+contexts:
+- name: kube-up
+  context: {cluster: kube-up, user: kube-up-admin}
+current-context: kube-up
+EOF
+  chmod 600 "$state/kubeconfig"
+  export KUBECONFIG="$state/kubeconfig"
+
+  await etcd "healthy" curl -fsS "http://127.0.0.1:$etcd_port/health"
+  # --endpoint-reconciler-type=none: the default reconciler loops on
+  # "127.0.0.1 may not be in the loopback range".
+  start kube-apiserver "$assets/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$state/apiserver.crt" --tls-private-key-file "$state/apiserver.key" \
+    --client-ca-file "$state/ca.crt" --authorization-mode RBAC \
+    --service-account-issuer "$api" --service-account-key-file "$state/sa.pub" \
+    --service-account-signing-key-file "$state/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 --disable-admission-plugins ServiceAccount \
+    --endpoint-reconciler-type none --admission-control-config-file "$state/admission.yaml"
+  start carbongate "$bin/carbongate" --addr "127.0.0.1:$gate_port" --models "$models" \
+    --clock replay --replay-start "$REPLAY_START" --drain-delay 0s \
+    --admission --tls-cert "$state/carbongate.crt" --tls-key "$state/carbongate.key" \
+    --admission-client-ca "$state/ca.crt"
+  await kube-apiserver "ready" curl -fsS --cacert "$state/ca.crt" --cert "$state/admin.crt" \
+    --key "$state/admin.key" "$api/readyz"
+  log "kube-apiserver ready after $((SECONDS - t0)) s"
+
+  (cd "$root" && kubectl apply -f deploy/crd/vmtemplate.yaml) >/dev/null
+  await kube-apiserver "serving the VmTemplate CRD" \
+    kubectl wait --for condition=Established --timeout 10s crd/vmtemplates.carbongate.io
+  await carbongate "ready" curl -fsS --cacert "$state/ca.crt" "$gate/readyz"
+  "$bin/carbonctl" deploy render --webhook --ca-bundle "$state/ca.crt" \
+    --url "$gate/v1/admission/mutate" | kubectl apply -f - >/dev/null
+  # The API server picks the configuration up from a watch: a server-side
+  # dry run shows when the webhook is called.
+  await kube-apiserver "calling the webhook" probe
+  log "carbongate answers the API server after $((SECONDS - t0)) s"
+  trap - EXIT
+  touch "$state/up"
+  print_lines
+}
+
+# probe succeeds when a VmTemplate created (dry run) comes back scheduled.
+probe() {
+  kubectl create --dry-run=server -o 'jsonpath={.spec.schedulingRegion}' -f - <<EOF | grep -q .
+apiVersion: carbongate.io/v1alpha1
+kind: VmTemplate
+metadata: {name: kube-up-probe, namespace: default}
+spec: {duration: PT1H, maxLatencyMs: 0, originRegion: westeurope}
+EOF
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+*)
+  echo "usage: $0 up|down" >&2
+  exit 2
+  ;;
+esac
