@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // minCoverage is the least `opa test --coverage` may report for the policy
@@ -21,11 +23,11 @@ const minCoverage = 95.0
 // TestPolicyUnitTests runs the bundle's own Rego tests, the formatter and
 // the strict checker.
 func TestPolicyUnitTests(t *testing.T) {
-	opa := opaBinary(t)
-	out := runOPA(t, opa, "test", "deploy/opa", "-v")
+	opa := services.OPABinary(t)
+	out := services.RunOPA(t, opa, "test", "deploy/opa", "-v")
 	t.Logf("opa test deploy/opa -v:\n%s", tail(string(out), 400))
-	runOPA(t, opa, "check", "--strict", "deploy/opa")
-	runOPA(t, opa, "fmt", "--list", "--fail", "deploy/opa")
+	services.RunOPA(t, opa, "check", "--strict", "deploy/opa")
+	services.RunOPA(t, opa, "fmt", "--list", "--fail", "deploy/opa")
 
 	var cov struct {
 		Files map[string]struct {
@@ -33,7 +35,7 @@ func TestPolicyUnitTests(t *testing.T) {
 			NotCoveredLines int `json:"not_covered_lines"`
 		} `json:"files"`
 	}
-	if err := json.Unmarshal(runOPA(t, opa, "test", "deploy/opa", "--coverage", "--format", "json"), &cov); err != nil {
+	if err := json.Unmarshal(services.RunOPA(t, opa, "test", "deploy/opa", "--coverage", "--format", "json"), &cov); err != nil {
 		t.Fatal(err)
 	}
 	var covered, all int
@@ -58,8 +60,8 @@ func TestPolicyUnitTests(t *testing.T) {
 // bundle, with carbongate up, slow, answering 500 or killed as the fixture
 // asks.
 func TestFixtures(t *testing.T) {
-	opa := opaBinary(t)
-	bundle := buildBundle(t, opa)
+	opa := services.OPABinary(t)
+	bundle := services.BuildOPABundle(t, opa)
 	gate, carbongate := startCarbongate(t)
 	fixtures := loadFixtures(t)
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // benchFixtures are the reviews BenchmarkPolicyEval times: a scheduled
@@ -22,14 +24,14 @@ var benchFixtures = []string{"create-scheduled-eu", "no-deadline", "representati
 // decoding or http.send's cache. On a shared machine ns/op moves with the
 // load; allocs/op does not.
 func BenchmarkPolicyEval(b *testing.B) {
-	opa := opaBinary(b)
+	opa := services.OPABinary(b)
 	for _, name := range benchFixtures {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				out := runOPA(b, opa, "bench", "--bundle", "deploy/opa", "--ignore", "*_test.rego",
+				out := services.RunOPA(b, opa, "bench", "--bundle", "deploy/opa", "--ignore", "*_test.rego",
 					"--data", filepath.Join("test", "opa", "testdata", "send_mock.rego"),
 					"--input", filepath.Join("test", "fixtures", "admission", name, "review.json"),
-					"--metrics=false", "--benchmem", "--format", "gobench", opaStoreFlag,
+					"--metrics=false", "--benchmem", "--format", "gobench", services.OPAStoreFlag,
 					"data.carbongate.admission.response with http.send as data.carbongate_bench.send")
 				ns, bytes, allocs, err := parseGobench(string(out))
 				if err != nil {

@@ -13,10 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,37 +31,6 @@ const (
 	callTimeout = 2 * time.Second
 	slowDelay   = callTimeout + 2*time.Second
 )
-
-// opaBinary returns $CARBONGATE_OPA, or builds the pinned OPA with
-// test/setup/opa.sh.
-func opaBinary(tb testing.TB) string {
-	tb.Helper()
-	return services.Tool(tb, "CARBONGATE_OPA", "opa.sh")
-}
-
-// runOPA runs the opa CLI in the repository root and returns its stdout;
-// the test fails when it exits non-zero.
-func runOPA(tb testing.TB, opa string, args ...string) []byte {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, opa, args...)
-	cmd.Dir = services.RepoRoot(tb)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		tb.Fatalf("opa %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.Bytes()
-}
-
-// buildBundle builds deploy/opa (without its tests) into a bundle archive.
-func buildBundle(tb testing.TB, opa string) string {
-	tb.Helper()
-	out := filepath.Join(tb.TempDir(), "bundle.tar.gz")
-	runOPA(tb, opa, "build", "--bundle", "deploy/opa", "--ignore", "*_test.rego", "--output", out)
-	return out
-}
 
 // startCarbongate starts the gateway on the replay clock.
 func startCarbongate(tb testing.TB) (*services.Proc, string) {
@@ -91,41 +57,12 @@ type opaConfig struct {
 	cacheSeconds int
 }
 
-// opaGOGC is the Go GC target of the test OPA server: an evaluation
-// allocates about 100 KiB, so the default (100) spends a large share of
-// the CPU collecting at 2,000 reviews/s; 400 trades some memory for it.
-const opaGOGC = "400"
-
-// opaStoreFlag makes OPA keep the bundle's data as Rego values: a decision
-// then reads its origin's candidates without converting them from JSON
-// first (about a tenth fewer allocations per review).
-const opaStoreFlag = "--optimize-store-for-read-speed"
-
-// startOPA runs `opa run --server` with the bundle, the policy's settings in
-// its environment and main as the default decision (POST /), as the Helm
-// chart does.
+// startOPA runs OPA with the bundle and c's settings (services.StartOPA)
+// and returns its URL.
 func startOPA(tb testing.TB, opa, bundle string, c opaConfig) string {
 	tb.Helper()
-	var url string
-	services.StartBinary(tb, services.Binary{
-		Name: "opa", Path: opa,
-		ArgsFor: func() []string {
-			port := services.FreePort(tb)
-			url = fmt.Sprintf("http://127.0.0.1:%d", port)
-			return []string{"run", "--server", "--addr", fmt.Sprintf("127.0.0.1:%d", port),
-				"--disable-telemetry", "--log-level", "error", opaStoreFlag,
-				"--set", "default_decision=/carbongate/admission/main", "--bundle", bundle}
-		},
-		Env: []string{
-			"GOGC=" + opaGOGC,
-			"CARBONGATE_URL=" + c.carbongate,
-			"CARBONGATE_TIMEOUT=" + callTimeout.String(),
-			"CARBONGATE_FAIL_OPEN=" + strconv.FormatBool(c.failOpen),
-			"CARBONGATE_CACHE_SECONDS=" + strconv.Itoa(c.cacheSeconds),
-		},
-		Ready: func(ctx context.Context) error { return services.HTTPReady(url + "/health")(ctx) },
-	})
-	return url
+	return services.StartOPA(tb, opa, services.OPAConfig{Bundle: bundle, Carbongate: c.carbongate, Timeout: callTimeout,
+		FailOpen: c.failOpen, CacheSeconds: c.cacheSeconds}).URL
 }
 
 // exchange is one /v1/schedule call seen by a backend.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // loadResult summarises one open-loop run.
@@ -92,8 +94,8 @@ func BenchmarkAdmissionLoad(b *testing.B) {
 	if r, err := strconv.Atoi(os.Getenv("CARBONGATE_LOAD_RATE")); err == nil && r > 0 {
 		rate = r
 	}
-	opa := opaBinary(b)
-	bundle := buildBundle(b, opa)
+	opa := services.OPABinary(b)
+	bundle := services.BuildOPABundle(b, opa)
 	_, carbongate := startCarbongate(b)
 	opaURL := startOPA(b, opa, bundle, opaConfig{carbongate: carbongate, cacheSeconds: 60})
 	review, err := os.ReadFile(filepath.Join("..", "fixtures", "admission", "create-scheduled-eu", "review.json"))

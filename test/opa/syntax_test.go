@@ -49,7 +49,7 @@ func TestSyntaxMatchesGo(t *testing.T) {
 	}`
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, opaBinary(t), "eval", "--format", "json", "--data", "deploy/opa", "--stdin-input", query)
+	cmd := exec.CommandContext(ctx, services.OPABinary(t), "eval", "--format", "json", "--data", "deploy/opa", "--stdin-input", query)
 	cmd.Dir = services.RepoRoot(t)
 	cmd.Stdin = bytes.NewReader(in)
 	out, err := cmd.CombinedOutput()
