@@ -29,7 +29,7 @@ import (
 )
 
 // Labels the admission tests use: a namespace's mode picks the webhook
-// (fail-closed or fail-open carbongate); objects carrying seedLabel are
+// (carbongate's or OPA's, fail-closed or fail-open); objects carrying seedLabel are
 // not sent to the webhook (the old objects of UPDATE cases are stored
 // as the fixture has them).
 const (
@@ -98,7 +98,7 @@ func readJSON(t *testing.T, path string, v any) {
 // registerWebhook registers carbongate at g as the webhook of the
 // namespaces labelled mode, from deploy/webhook's configuration with the
 // test's CA and g's URL, and waits until the API server calls it.
-func registerWebhook(t *testing.T, c *cluster, name, mode string, ca []byte, url string, policy admissionregistrationv1.FailurePolicyType) {
+func registerWebhook(t testing.TB, c *cluster, name, mode string, ca []byte, url string, policy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	mwc, err := webhook.Configuration(webhook.Config{CABundle: ca, URL: url, FailurePolicy: string(policy)})
 	if err != nil {
@@ -140,10 +140,30 @@ func vmTemplate(ns, name string, spec map[string]any) *unstructured.Unstructured
 	}}
 }
 
-// testAdmission replays the admission fixtures as API operations against
-// carbongate processes registered as webhooks (fail-closed and fail-open),
-// then takes carbongate down under failurePolicy Fail and Ignore. The API
-// server authenticates to the webhooks with its client certificate.
+// webhookUnderTest is one implementation of the VmTemplate webhook as the
+// API server calls it: a fail-closed and a fail-open server, both serving
+// TLS with a certificate of ca and requiring the API server's client
+// certificate.
+type webhookUnderTest struct {
+	name         string // prefixes its registrations, namespace labels and namespaces
+	closed, open webhookServer
+	ca           []byte // caBundle
+	// excluded says why the fixtures whose carbongate is down, slow or
+	// failing are not replayed here.
+	excluded string
+}
+
+// webhookServer is a running webhook: the URL the API server calls, its
+// process, and the carbongate whose /v1/schedule answer it admits with.
+type webhookServer struct {
+	url  string
+	proc *services.Proc
+	gate *gate
+}
+
+// testAdmission is (b): carbongate processes (--admission, fail-closed and
+// fail-open) as the webhooks, their webhook route requiring the API
+// server's client certificate (see testWebhook).
 func testAdmission(t *testing.T, c *cluster, bin string) {
 	tf := newTLSFiles(t, c)
 	closed := startGate(t, bin, &tf, "--admission")
@@ -159,33 +179,84 @@ func testAdmission(t *testing.T, c *cluster, bin string) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a review without a client certificate: %d, want 401", resp.StatusCode)
 	}
-	registerWebhook(t, c, "carbongate-closed", "closed", tf.serverCA.PEM, closed.URL+admission.Path, admissionregistrationv1.Fail)
-	registerWebhook(t, c, "carbongate-open", "open", tf.serverCA.PEM, open.URL+admission.Path, admissionregistrationv1.Fail)
+	testWebhook(t, c, webhookUnderTest{
+		name:   "carbongate",
+		closed: webhookServer{url: closed.URL + admission.Path, proc: closed.Proc, gate: closed},
+		open:   webhookServer{url: open.URL + admission.Path, proc: open.Proc, gate: open},
+		ca:     tf.serverCA.PEM,
+		excluded: "it needs a scheduler that fails inside the webhook's process (gateway/admission and test/opa replay it); " +
+			"the API server's side of an outage is TestKubernetes/side-by-side/Admission/down",
+	})
+}
+
+// testOPAAdmission is (c), the seed design: OPA serving the bundle
+// (deploy/opa, built with opa build) as the webhooks, fail-closed and
+// fail-open, over TLS and requiring the API server's client certificate
+// (--authentication=tls), at POST / with the policy's answer as default
+// decision (as the Helm chart runs it); the policy asks a real carbongate
+// through http.send, without caching, so every review reaches carbongate.
+func testOPAAdmission(t *testing.T, c *cluster, bin string) {
+	opa := services.OPABinary(t)
+	bundle := services.BuildOPABundle(t, opa)
+	g := startGate(t, bin, nil)
+	tf := newTLSFiles(t, c)
+	startOPA := func(failOpen bool) *services.OPA {
+		return services.StartOPA(t, opa, services.OPAConfig{Bundle: bundle, Carbongate: g.URL, FailOpen: failOpen,
+			CertFile: tf.cert, KeyFile: tf.key, ClientCAFile: tf.clientCAFile})
+	}
+	closed, open := startOPA(false), startOPA(true)
+	// Positive control of the client certificate: without one, OPA ends
+	// the TLS handshake, so every admission below came with the API
+	// server's.
+	resp, err := tf.client().Post(closed.URL+"/", "application/json", strings.NewReader(`{}`))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a review without a client certificate: %d, want refused in the TLS handshake", resp.StatusCode)
+	}
+	t.Logf("a review without a client certificate: %v", err)
+	testWebhook(t, c, webhookUnderTest{
+		name:   "opa",
+		closed: webhookServer{url: closed.URL + "/", proc: closed.Proc, gate: g},
+		open:   webhookServer{url: open.URL + "/", proc: open.Proc, gate: g},
+		ca:     tf.serverCA.PEM,
+		excluded: "OPA here calls a carbongate that is up; test/opa replays it with carbongate down, slow or failing behind OPA; " +
+			"the API server's side of an OPA outage is TestKubernetes/side-by-side/AdmissionOPA/down",
+	})
+}
+
+// testWebhook registers w's servers as webhooks (each for the namespaces
+// labelled with its name), replays the admission fixtures as API
+// operations, each in a namespace of its own, then takes the servers down
+// under failurePolicy Fail and Ignore. Both implementations run this, so
+// they meet the same fixtures with the same expectations.
+func testWebhook(t *testing.T, c *cluster, w webhookUnderTest) {
+	registerWebhook(t, c, w.name+"-closed", w.name+"-closed", w.ca, w.closed.url, admissionregistrationv1.Fail)
+	registerWebhook(t, c, w.name+"-open", w.name+"-open", w.ca, w.open.url, admissionregistrationv1.Fail)
 
 	start := time.Now()
 	t.Run("fixtures", func(t *testing.T) {
 		for _, f := range loadFixtures(t) {
 			t.Run(f.name, func(t *testing.T) {
 				t.Parallel()
-				g, mode := closed, "closed"
+				s, mode := w.closed, w.name+"-closed"
 				if f.want.FailOpen {
-					g, mode = open, "open"
+					s, mode = w.open, w.name+"-open"
 				}
 				switch f.want.Carbongate {
 				case "", "up", "error422":
 				default:
-					t.Logf("excluded: carbongate mode %q needs a scheduler that fails inside the webhook's process (gateway/admission and test/opa replay it); the API server's side of an outage is TestKubernetes/side-by-side/Admission/down", f.want.Carbongate)
+					t.Logf("excluded: carbongate mode %q: %s", f.want.Carbongate, w.excluded)
 					return
 				}
-				ns := "fx-" + f.name
+				ns := w.name + "-" + f.name
 				c.namespace(t, ns, map[string]string{labelMode: mode})
-				f.replay(t, c, g, ns)
+				f.replay(t, c, s.gate, ns)
 			})
 		}
 	})
-	t.Logf("fixtures replayed through the API server in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("fixtures replayed through the API server and %s in %v", w.name, time.Since(start).Round(time.Millisecond))
 
-	t.Run("down", func(t *testing.T) { testWebhookDown(t, c, closed, open, tf) })
+	t.Run("down", func(t *testing.T) { testWebhookDown(t, c, w) })
 }
 
 // replay performs the fixture's operation through the API server in
@@ -469,33 +540,34 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// testWebhookDown registers open under failurePolicy Ignore too, kills
-// both carbongates and checks both failure policies: Fail (closed's
-// webhook) refuses VmTemplates ("failed calling webhook"), Ignore stores
-// them unmodified. Every webhook call carries the API server's client
-// certificate: carbongate's route refuses calls without one, so the
-// fixtures admitted above prove it was sent (see the positive control in
-// testAdmission).
-func testWebhookDown(t *testing.T, c *cluster, closed, open *gate, tf tlsFiles) {
+// testWebhookDown registers w's fail-open server under failurePolicy
+// Ignore too, kills both servers and checks both failure policies: Fail
+// (the fail-closed registration) refuses VmTemplates ("failed calling
+// webhook"), Ignore stores them unmodified. Every webhook call carries the
+// API server's client certificate: the servers refuse calls without one,
+// so the fixtures admitted before prove it was sent (see the positive
+// controls in testAdmission and testOPAAdmission).
+func testWebhookDown(t *testing.T, c *cluster, w webhookUnderTest) {
 	ctx := context.Background()
-	registerWebhook(t, c, "carbongate-ignore", "ignore", tf.serverCA.PEM, open.URL+admission.Path, admissionregistrationv1.Ignore)
-	closed.Kill()
-	open.Kill()
+	registerWebhook(t, c, w.name+"-ignore", w.name+"-ignore", w.ca, w.open.url, admissionregistrationv1.Ignore)
+	w.closed.proc.Kill()
+	w.open.proc.Kill()
 	spec := map[string]any{"duration": "PT3H", "maxLatencyMs": int64(40), "originRegion": "westeurope", "residency": "EU"}
 
-	c.namespace(t, "down-fail", map[string]string{labelMode: "closed"})
-	_, err := c.vmtemplates("down-fail").Create(ctx, vmTemplate("down-fail", "batch", spec), metav1.CreateOptions{})
+	fail, ignore := w.name+"-down-fail", w.name+"-down-ignore"
+	c.namespace(t, fail, map[string]string{labelMode: w.name + "-closed"})
+	_, err := c.vmtemplates(fail).Create(ctx, vmTemplate(fail, "batch", spec), metav1.CreateOptions{})
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) || !strings.Contains(se.ErrStatus.Message, `failed calling webhook "schedule.vmtemplates.carbongate.io"`) {
-		t.Errorf("failurePolicy Fail, carbongate down: create = %v, want refused for the failed webhook call", err)
+		t.Errorf("failurePolicy Fail, %s down: create = %v, want refused for the failed webhook call", w.name, err)
 	} else {
-		t.Logf("failurePolicy Fail, carbongate down: %d %s", se.ErrStatus.Code, se.ErrStatus.Message)
+		t.Logf("failurePolicy Fail, %s down: %d %s", w.name, se.ErrStatus.Code, se.ErrStatus.Message)
 	}
 
-	c.namespace(t, "down-ignore", map[string]string{labelMode: "ignore"})
-	out, err := c.vmtemplates("down-ignore").Create(ctx, vmTemplate("down-ignore", "batch", spec), metav1.CreateOptions{})
+	c.namespace(t, ignore, map[string]string{labelMode: w.name + "-ignore"})
+	out, err := c.vmtemplates(ignore).Create(ctx, vmTemplate(ignore, "batch", spec), metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("failurePolicy Ignore, carbongate down: create = %v, want admitted unmodified", err)
+		t.Fatalf("failurePolicy Ignore, %s down: create = %v, want admitted unmodified", w.name, err)
 	}
 	if got := normalize(t, out.Object["spec"]); !reflect.DeepEqual(got, normalize(t, spec)) || len(out.GetAnnotations()) != 0 {
 		t.Errorf("failurePolicy Ignore: stored spec %v annotations %v, want the object as sent", got, out.GetAnnotations())

@@ -85,7 +85,7 @@ func kserveCRDs(tb testing.TB) []string {
 // VmTemplate and KServe CRDs and stops everything at cleanup. The API
 // server presents a client certificate signed by c.webhook to every
 // webhook (WebhookAdmissionConfiguration, user "*").
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	start := time.Now()
 	c := &cluster{dir: t.TempDir(), webhook: services.NewCA(t, "apiserver-webhook-client-ca")}
@@ -158,7 +158,7 @@ plugins:
 	return c
 }
 
-func (c *cluster) write(t *testing.T, name string, b []byte) string {
+func (c *cluster) write(t testing.TB, name string, b []byte) string {
 	t.Helper()
 	p := filepath.Join(c.dir, name)
 	if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -183,7 +183,7 @@ func (c *cluster) kubeconfig(t *testing.T, user string, groups ...string) string
 }
 
 // namespace creates a namespace with labels.
-func (c *cluster) namespace(t *testing.T, name string, labels map[string]string) {
+func (c *cluster) namespace(t testing.TB, name string, labels map[string]string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
@@ -262,7 +262,7 @@ func (c *cluster) apply(t *testing.T, manifest []byte, ns string, dryRun bool) (
 
 // eventually retries f every interval until it returns nil or timeout
 // passes, then fails the test with f's last error.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -21,8 +21,9 @@ import (
 const replayStart = "2021-06-01T00:00:00Z"
 
 // TestKubernetes starts one control plane and runs every part against it:
-// the admission webhook and the KServe discovery side by side (each in its
-// own namespaces), then the tests that register cluster-wide objects.
+// the admission webhook as carbongate and as OPA, and the KServe discovery
+// side by side (each in its own namespaces), then the tests that register
+// cluster-wide objects.
 func TestKubernetes(t *testing.T) {
 	c := startCluster(t)
 	bin := services.GoBuild(t, "carbongate", "carbonctl")
@@ -30,6 +31,10 @@ func TestKubernetes(t *testing.T) {
 		t.Run("Admission", func(t *testing.T) {
 			t.Parallel()
 			testAdmission(t, c, bin)
+		})
+		t.Run("AdmissionOPA", func(t *testing.T) {
+			t.Parallel()
+			testOPAAdmission(t, c, bin)
 		})
 		t.Run("KServe", func(t *testing.T) {
 			t.Parallel()
@@ -47,14 +52,14 @@ type gate struct {
 	client *http.Client // trusts its serving certificate
 }
 
-// tlsFiles are carbongate's serving certificate (for 127.0.0.1) and the CA
-// whose client certificates its webhook route accepts.
+// tlsFiles are a webhook's serving certificate (for 127.0.0.1) and the CA
+// whose client certificates it accepts: the API server's.
 type tlsFiles struct {
 	serverCA                *services.CA
 	cert, key, clientCAFile string
 }
 
-func newTLSFiles(t *testing.T, c *cluster) tlsFiles {
+func newTLSFiles(t testing.TB, c *cluster) tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
 	ca := services.NewCA(t, "carbongate-serving-ca")
@@ -68,18 +73,25 @@ func newTLSFiles(t *testing.T, c *cluster) tlsFiles {
 	return f
 }
 
+// client is an HTTP client that trusts the serving certificate and has no
+// client certificate.
+func (tf *tlsFiles) client() *http.Client {
+	roots := x509.NewCertPool()
+	roots.AddCert(tf.serverCA.Cert)
+	return &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+}
+
 // startGate runs carbongate from bin on the replay clock with args added;
 // with tf it serves HTTPS and its webhook route wants the API server's
 // client certificate.
-func startGate(t *testing.T, bin string, tf *tlsFiles, args ...string) *gate {
+func startGate(t testing.TB, bin string, tf *tlsFiles, args ...string) *gate {
 	t.Helper()
 	g := &gate{client: &http.Client{Timeout: 10 * time.Second}}
 	scheme := "http"
 	if tf != nil {
 		scheme = "https"
-		roots := x509.NewCertPool()
-		roots.AddCert(tf.serverCA.Cert)
-		g.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+		g.client = tf.client()
 		args = append(args, "--tls-cert", tf.cert, "--tls-key", tf.key, "--admission-client-ca", tf.clientCAFile)
 	}
 	g.Proc = services.StartBinary(t, services.Binary{

@@ -73,7 +73,9 @@ type OPAConfig struct {
 	// ClientCAFile it also refuses, in the TLS handshake, every client
 	// without a certificate signed by that CA (--authentication=tls
 	// --tls-ca-cert-file). Readiness is then checked on a plain-HTTP
-	// diagnostic address (--diagnostic-addr, /health only).
+	// diagnostic address (--diagnostic-addr, /health only; its scheme
+	// written out, since OPA serves an address without one over HTTPS once
+	// it has a certificate).
 	CertFile, KeyFile, ClientCAFile string
 }
 
@@ -113,7 +115,7 @@ func StartOPA(tb testing.TB, opa string, c OPAConfig) *OPA {
 				diag := FreePort(tb)
 				health = fmt.Sprintf("http://127.0.0.1:%d/health", diag)
 				args = append(args, "--tls-cert-file", c.CertFile, "--tls-private-key-file", c.KeyFile,
-					"--diagnostic-addr", fmt.Sprintf("127.0.0.1:%d", diag))
+					"--diagnostic-addr", fmt.Sprintf("http://127.0.0.1:%d", diag))
 				if c.ClientCAFile != "" {
 					args = append(args, "--authentication=tls", "--tls-ca-cert-file", c.ClientCAFile)
 				}
