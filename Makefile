@@ -135,6 +135,9 @@ bench:
 	@echo "admission: 2,000 reviews/s for 60 s through OPA (http.send) and straight to carbongate"
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && export CARBONGATE_OPA && \
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkAdmissionLoad$$' -benchtime 1x -timeout 10m ./test/opa/ | grep '^admission load'
+	@echo "admission through a real API server: 500 VmTemplate creates each with no webhook, carbongate's webhook and OPA's (goal: carbongate <= +5 ms p99)"
+	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && CARBONGATE_OPA=$$(test/setup/opa.sh) && export KUBEBUILDER_ASSETS CARBONGATE_OPA && \
+	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkAdmissionThroughAPIServer$$' -benchtime 1x -timeout 15m ./test/kube/ | grep '^apiserver admission'
 	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
 	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
 	@echo "backfill: 12 zones x 366 daily 96 h forecasts into PostgreSQL vs a plain COPY of the same rows as CSV (goal >= 0.7x)"
