@@ -155,6 +155,11 @@ func checkWebhookBackend(t *testing.T, id string, o *Objects, w admissionregistr
 		if !mountedFile(spec, *ctr, f["tls-cert-file"]) || !mountedFile(spec, *ctr, f["tls-private-key-file"]) {
 			t.Errorf("%s: OPA's TLS files %q %q are not on a mounted Secret", id, f["tls-cert-file"], f["tls-private-key-file"])
 		}
+		// With a certificate, OPA serves an address without a scheme over
+		// HTTPS: the diagnostic address the HTTP probes use needs http://.
+		if d := f["diagnostic-addr"]; d != "" && !strings.HasPrefix(d, "http://") {
+			t.Errorf("%s: OPA's --diagnostic-addr=%s is served over HTTPS (it has --tls-cert-file); its probes speak HTTP", id, d)
+		}
 	case "gateway":
 		ctr := container(t, &spec, "carbongate")
 		f := flagValues(ctr.Args)
