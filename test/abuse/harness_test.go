@@ -22,12 +22,14 @@ const (
 	// to its unloaded p99 of the same run.
 	maxSlowdown = 10
 	// p99Floor is the least unloaded p99 the bound is computed from. The
-	// unloaded p99s are 1-3 ms; on a 2-core machine shared with other
-	// processes, and with the attacker itself on those cores, a runnable
-	// thread can wait a few scheduler time slices (CFS slices are ~3 ms)
-	// for reasons that have nothing to do with the server, so a floor of
-	// 5 ms (a 50 ms bound) keeps the bound about the server.
-	p99Floor = 5 * time.Millisecond
+	// unloaded p99s are 1-10 ms; but make test runs this package next to
+	// other test binaries (a kube-apiserver, PostgreSQL, the backfill
+	// suite) on 2 cores, and with the attacker itself on those cores a
+	// machine-wide stall of ~100 ms was seen delaying every lane at once,
+	// all requests answered. The defects this suite guards against show as
+	// failed requests or stalls of seconds, so a floor of 25 ms (a 250 ms
+	// bound) keeps the bound about the server.
+	p99Floor = 25 * time.Millisecond
 	// maxRSSGrowth bounds the attacked process's RSS during an attack.
 	maxRSSGrowth = 256 << 20
 	// After an attack, RSS must come back within rssSlack (or
