@@ -78,10 +78,12 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags interop ./...
 
-# Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module.
+# Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module, the OPA bundle's
+# data and the instance-type data from the pinned Cloud Carbon Footprint npm tarballs.
 generate:
 	./oip/grpc/generate.sh
 	$(GO) run ./deploy/opa/gen
+	$(GO) run ./forecast/instances/gen -tarballs "$$(test/setup/ccf.sh)"
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -97,6 +99,7 @@ test: fmt-check vet
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && \
 	HELM=$$(test/setup/helm.sh) && \
+	CARBONGATE_CCF=$$(test/setup/ccf.sh) && \
 	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
 	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && \
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
@@ -104,7 +107,7 @@ test: fmt-check vet
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet

@@ -1,0 +1,436 @@
+// Command gen writes forecast/instances/data/{aws,azure}.json from the npm
+// tarballs of the Cloud Carbon Footprint packages pinned below (Apache-2.0):
+// the EC2 instance types and Azure VM types with their vCPUs, memory,
+// embodied emissions, processor families, GPUs and burstable flag, and the
+// energy coefficients of CCF's method (min/max watts per vCPU by processor,
+// memory included per chip, memory watts per GB, PUE, default utilisation).
+//
+// The tarballs are fetched by test/setup/ccf.sh (npm pack of the pinned
+// versions into ${XDG_CACHE_HOME:-$HOME/.cache}/carbongate/ccf); gen
+// checks each against its pinned integrity before reading it:
+//
+//	go run ./forecast/instances/gen -tarballs "$(test/setup/ccf.sh)"
+//
+// (make generate does this). The test of this package fails while the
+// files are stale.
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/carbongate/carbongate/forecast/instances"
+)
+
+// pkg is one pinned npm package.
+type pkg struct{ name, version, integrity string }
+
+// The pins; test/setup/ccf.sh fetches the same versions. aws 0.15.0 and
+// azure 1.8.0 both depend on core ^0.17.3, whose processor names they use.
+var (
+	pinAWS   = pkg{"@cloud-carbon-footprint/aws", "0.15.0", "sha512-vGZAy2TDs9pej6xV4rsN9/zKOii4dTtl1qbjofgWIaXK1Ga+V9h37X9g/+HL9prc1wj51T44/JSmvkxZT0BPEw=="}
+	pinAzure = pkg{"@cloud-carbon-footprint/azure", "1.8.0", "sha512-kml1ILG2TKARDqfSFYRZ37ZTNFfAx4osziQ1PN5zJGeehYYYLY9VwUP6a1orDWSgZyiXnK1XNLrIx26X8Opkyw=="}
+	pinCore  = pkg{"@cloud-carbon-footprint/core", "0.17.3", "sha512-lNYrgkN1ijFUtTs6kNyti4tufmYLwGjzTOTphD8OX8c3v2sA8ZtgyqCd0QylcORwf4uGZSoquBk7O4ctBVYYmw=="}
+)
+
+// tarball is the file name npm pack gives p.
+func (p pkg) tarball() string {
+	return strings.ReplaceAll(strings.TrimPrefix(p.name, "@"), "/", "-") + "-" + p.version + ".tgz"
+}
+
+func main() {
+	def := os.Getenv("XDG_CACHE_HOME")
+	if def == "" {
+		home, _ := os.UserHomeDir()
+		def = filepath.Join(home, ".cache")
+	}
+	tarballs := flag.String("tarballs", filepath.Join(def, "carbongate", "ccf"), "directory holding the pinned npm tarballs (test/setup/ccf.sh)")
+	out := flag.String("out", filepath.Join("forecast", "instances", "data"), "the data directory")
+	flag.Parse()
+	files, err := render(*tarballs)
+	if err == nil {
+		for name, b := range files {
+			if err = os.WriteFile(filepath.Join(*out, name), b, 0o644); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+// render returns the data files by name (aws.json, azure.json).
+func render(dir string) (map[string][]byte, error) {
+	core, err := readPackage(dir, pinCore)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := processors(core["package/dist/compute/ComputeProcessorTypes.js"])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, build := range []func(string, map[string]string, resolver) (*instances.File, error){buildAWS, buildAzure} {
+		f, err := build(dir, core, procs)
+		if err != nil {
+			return nil, err
+		}
+		b, err := instances.Encode(f)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := instances.Parse(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Provider, err)
+		}
+		out[f.Provider+".json"] = b
+	}
+	return out, nil
+}
+
+// readPackage reads the .js files of p's tarball after checking its integrity.
+func readPackage(dir string, p pkg) (map[string]string, error) {
+	path := filepath.Join(dir, p.tarball())
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (fetch the pinned tarballs with test/setup/ccf.sh)", err)
+	}
+	sum := sha512.Sum512(raw)
+	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != p.integrity {
+		return nil, fmt.Errorf("%s: integrity %s, want %s", p.tarball(), got, p.integrity)
+	}
+	zr, err := gzip.NewReader(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(zr)
+	files := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.tarball(), err)
+		}
+		if strings.HasSuffix(h.Name, ".js") {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, err
+			}
+			files[h.Name] = string(b)
+		}
+	}
+}
+
+func source(p pkg) instances.Source {
+	return instances.Source{Package: p.name, Version: p.version, Integrity: p.integrity,
+		CoreVersion: pinCore.version, CoreIntegrity: pinCore.integrity, Licence: "Apache-2.0"}
+}
+
+// resolver turns references into core's processor names and lists.
+type resolver func(v any) ([]string, error)
+
+var enumRE = regexp.MustCompile(`COMPUTE_PROCESSOR_TYPES\["(\w+)"\] = "([^"]+)"`)
+
+func processors(src string) (resolver, error) {
+	names := map[string]string{}
+	for _, m := range enumRE.FindAllStringSubmatch(src, -1) {
+		names[m[1]] = m[2]
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("core: COMPUTE_PROCESSOR_TYPES not found")
+	}
+	one := func(r ref) (string, error) {
+		i := strings.LastIndex(string(r), "COMPUTE_PROCESSOR_TYPES.")
+		if i < 0 {
+			return "", fmt.Errorf("not a processor: %s", r)
+		}
+		n, ok := names[string(r)[i+len("COMPUTE_PROCESSOR_TYPES."):]]
+		if !ok {
+			return "", fmt.Errorf("unknown processor %s", r)
+		}
+		return n, nil
+	}
+	var res resolver
+	res = func(v any) ([]string, error) {
+		switch v := v.(type) {
+		case ref:
+			if strings.Contains(string(v), "COMPUTE_PROCESSOR_TYPES.") {
+				n, err := one(v)
+				return []string{n}, err
+			}
+			// A named list of core (core_1.cascadeLakeSkylake).
+			name := string(v)[strings.LastIndex(string(v), ".")+1:]
+			lst, err := find(src, "exports."+name)
+			if err != nil {
+				return nil, err
+			}
+			return res(lst)
+		case []any:
+			var out []string
+			for _, e := range v {
+				ns, err := res(e)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, ns...)
+			}
+			return out, nil
+		}
+		return nil, fmt.Errorf("not a processor list: %v", v)
+	}
+	return res, nil
+}
+
+func num(v any) (float64, error) {
+	f, ok := v.(float64)
+	if !ok {
+		return 0, fmt.Errorf("not a number: %v", v)
+	}
+	return f, nil
+}
+
+// coefficients reads the CLOUD_CONSTANTS object of src.
+func coefficients(src string, res resolver) (instances.Coefficients, error) {
+	var co instances.Coefficients
+	byProc := func(label string) (map[string]float64, error) {
+		v, err := find(src, label)
+		if err != nil {
+			return nil, err
+		}
+		o, ok := v.(object)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object", label)
+		}
+		out := map[string]float64{}
+		for _, e := range o {
+			ns, err := res(ref(strings.TrimPrefix(e.key, "\x00")))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", label, err)
+			}
+			if out[ns[0]], err = num(e.val); err != nil {
+				return nil, fmt.Errorf("%s: %w", label, err)
+			}
+		}
+		return out, nil
+	}
+	scalar := func(label string) (float64, error) {
+		v, err := find(src, label)
+		if err != nil {
+			return 0, err
+		}
+		return num(v)
+	}
+	var err error
+	if co.MinWatts, err = byProc("MIN_WATTS_BY_COMPUTE_PROCESSOR"); err != nil {
+		return co, err
+	}
+	if co.MaxWatts, err = byProc("MAX_WATTS_BY_COMPUTE_PROCESSOR"); err != nil {
+		return co, err
+	}
+	if co.MemoryGBPerChip, err = byProc("MEMORY_BY_COMPUTE_PROCESSOR"); err != nil {
+		return co, err
+	}
+	for _, s := range []struct {
+		label string
+		dst   *float64
+	}{{"MIN_WATTS_AVG", &co.MinWattsAvg}, {"MAX_WATTS_AVG", &co.MaxWattsAvg}, {"MEMORY_AVG", &co.MemoryGBPerChipAvg},
+		{"MEMORY_COEFFICIENT", &co.MemoryWattsPerGB}, {"PUE_AVG", &co.PUE}, {"AVG_CPU_UTILIZATION_2020", &co.CPUUtilization}} {
+		if *s.dst, err = scalar(s.label); err != nil {
+			return co, err
+		}
+	}
+	co.MemoryWattsPerGB *= 1000 // kWh per GB-hour → W per GB
+	co.CPUUtilization /= 100
+	return co, nil
+}
+
+// chipsRE is core's getPhysicalChips: Math.ceil(largestInstanceTypevCpus / 96).
+var chipsRE = regexp.MustCompile(`Math\.ceil\(largestInstanceTypevCpus / (\d+)\)`)
+
+func vcpusPerChip(core map[string]string) (int, error) {
+	m := chipsRE.FindStringSubmatch(core["package/dist/memory/helpers.js"])
+	if m == nil {
+		return 0, fmt.Errorf("core: getPhysicalChips not found")
+	}
+	var n int
+	_, err := fmt.Sscan(m[1], &n)
+	return n, err
+}
+
+// typeTable reads a family → size → [vCPUs, memory, embodied] table.
+func typeTable(src, label string, name func(family, size string) string) ([]instances.Type, error) {
+	v, err := find(src, label)
+	if err != nil {
+		return nil, err
+	}
+	fams, ok := v.(object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", label)
+	}
+	var out []instances.Type
+	for _, fam := range fams {
+		sizes, ok := fam.val.(object)
+		if !ok {
+			return nil, fmt.Errorf("%s.%s is not an object", label, fam.key)
+		}
+		for _, s := range sizes {
+			a, ok := s.val.([]any)
+			if !ok || len(a) < 2 {
+				return nil, fmt.Errorf("%s.%s.%s: want [vCPUs, memory, embodied]", label, fam.key, s.key)
+			}
+			t := instances.Type{Name: name(fam.key, s.key), Family: fam.key}
+			vc, err := num(a[0])
+			if err != nil {
+				return nil, err
+			}
+			t.VCPUs = int(vc)
+			if t.MemoryGiB, err = num(a[1]); err != nil {
+				return nil, err
+			}
+			if len(a) > 2 {
+				if t.EmbodiedTCO2e, err = num(a[2]); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// annotate sets processors, GPUs and the burstable flag from the maps.
+func annotate(ts []instances.Type, src string, res resolver, procLabel, gpuLabel, gpuProcLabel string) error {
+	maps := map[string]object{}
+	for _, l := range []string{procLabel, gpuLabel, gpuProcLabel} {
+		v, err := find(src, l)
+		if err != nil {
+			return err
+		}
+		o, ok := v.(object)
+		if !ok {
+			return fmt.Errorf("%s is not an object", l)
+		}
+		maps[l] = o
+	}
+	for i := range ts {
+		t := &ts[i]
+		t.Processors = []string{"Unknown"}
+		if v, ok := maps[procLabel].get(t.Name); ok {
+			ps, err := res(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
+			}
+			t.Processors = ps
+		}
+		if v, ok := maps[gpuLabel].get(t.Name); ok {
+			n, err := num(v)
+			if err != nil {
+				return err
+			}
+			t.GPUs = int(n)
+			t.GPUProcessors = []string{"Unknown"}
+			if v, ok := maps[gpuProcLabel].get(t.Name); ok {
+				ps, err := res(v)
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.Name, err)
+				}
+				t.GPUProcessors = ps
+			}
+		}
+	}
+	return nil
+}
+
+func buildAWS(dir string, core map[string]string, res resolver) (*instances.File, error) {
+	files, err := readPackage(dir, pinAWS)
+	if err != nil {
+		return nil, err
+	}
+	types := files["package/dist/lib/AWSInstanceTypes.js"]
+	consts := files["package/dist/domain/AwsFootprintEstimationConstants.js"]
+	mem := files["package/dist/lib/AWSMemoryEstimatesBuilder.js"]
+	if types == "" || consts == "" || mem == "" {
+		return nil, fmt.Errorf("%s: expected files missing", pinAWS.tarball())
+	}
+	f := &instances.File{Provider: "aws", Source: source(pinAWS)}
+	if f.Coefficients, err = coefficients(consts, res); err != nil {
+		return nil, fmt.Errorf("aws: %w", err)
+	}
+	if f.Coefficients.VCPUsPerChip, err = vcpusPerChip(core); err != nil {
+		return nil, err
+	}
+	// AWSMemoryEstimatesBuilder: ['m5zn', 'z1d'].includes(instanceFamily) ? 2 : getPhysicalChips(…)
+	if !strings.Contains(mem, "['m5zn', 'z1d'].includes(instanceFamily)\n            ? 2") {
+		return nil, fmt.Errorf("aws: the two-chip families of AWSMemoryEstimatesBuilder changed")
+	}
+	f.Coefficients.TwoChipFamilies = []string{"m5zn", "z1d"}
+	name := func(fam, size string) string { return fam + "." + size }
+	for _, label := range []string{"EC2_INSTANCE_TYPES", "INSTANCE_FAMILY_TO_INSTANCE_TYPE_MAPPING"} {
+		ts, err := typeTable(types, label, name)
+		if err != nil {
+			return nil, fmt.Errorf("aws: %w", err)
+		}
+		f.Types = append(f.Types, ts...)
+	}
+	if err := annotate(f.Types, types, res, "INSTANCE_TYPE_COMPUTE_PROCESSOR_MAPPING", "GPU_INSTANCES_TYPES", "INSTANCE_TYPE_GPU_PROCESSOR_MAPPING"); err != nil {
+		return nil, fmt.Errorf("aws: %w", err)
+	}
+	v, err := find(types, "BURSTABLE_INSTANCE_BASELINE_UTILIZATION")
+	if err != nil {
+		return nil, err
+	}
+	burst, _ := v.(object)
+	for i := range f.Types {
+		_, f.Types[i].Burstable = burst.get(f.Types[i].Name)
+	}
+	return f, nil
+}
+
+func buildAzure(dir string, core map[string]string, res resolver) (*instances.File, error) {
+	files, err := readPackage(dir, pinAzure)
+	if err != nil {
+		return nil, err
+	}
+	types := files["package/dist/lib/VirtualMachineTypes.js"]
+	consts := files["package/dist/domain/AzureFootprintEstimationConstants.js"]
+	if types == "" || consts == "" {
+		return nil, fmt.Errorf("%s: expected files missing", pinAzure.tarball())
+	}
+	f := &instances.File{Provider: "azure", Source: source(pinAzure)}
+	if f.Coefficients, err = coefficients(consts, res); err != nil {
+		return nil, fmt.Errorf("azure: %w", err)
+	}
+	if f.Coefficients.VCPUsPerChip, err = vcpusPerChip(core); err != nil {
+		return nil, err
+	}
+	f.Coefficients.BurstableMemory = true // ConsumptionManagement counts it
+	ts, err := typeTable(types, "VIRTUAL_MACHINE_TYPE_SERIES_MAPPING", func(_, size string) string { return size })
+	if err != nil {
+		return nil, fmt.Errorf("azure: %w", err)
+	}
+	// A type listed in several series keeps its first listing.
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			t.Burstable = t.Family == "Bs-series"
+			f.Types = append(f.Types, t)
+		}
+	}
+	if err := annotate(f.Types, types, res, "INSTANCE_TYPE_COMPUTE_PROCESSOR_MAPPING", "GPU_VIRTUAL_MACHINE_TYPES", "GPU_VIRTUAL_MACHINE_TYPE_PROCESSOR_MAPPING"); err != nil {
+		return nil, fmt.Errorf("azure: %w", err)
+	}
+	return f, nil
+}
