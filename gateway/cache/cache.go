@@ -146,7 +146,11 @@ func (c *Cache) Start() {
 // Close stops the refresh loop, cancels running computations and waits for
 // every goroutine of the cache to end. Lookups after Close fail.
 func (c *Cache) Close() error {
+	// Under the lock: join checks for Close and adds to the wait group
+	// under it, so no computation starts once Wait may have returned.
+	c.mu.Lock()
 	c.cancel()
+	c.mu.Unlock()
 	c.wg.Wait()
 	return nil
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -325,5 +326,44 @@ func TestRecompute(t *testing.T) {
 	}
 	if fc, err := c.Get(context.Background(), k); err != nil || fc.Series.Values[0] != 2 {
 		t.Fatalf("after the recompute: %v %v, want computation #2", fc.Series.Values, err)
+	}
+}
+
+// TestNoComputationAfterClose: a lookup racing Close either fails or has
+// its computation waited for; none starts after Close returned. Close used
+// to cancel and wait without the lock under which join checks for Close
+// and adds to the wait group, so a join between the two could start work
+// after Wait returned. The window is a few instructions wide: this test
+// guards the fix but did not catch the race in 300 rounds before it.
+func TestNoComputationAfterClose(t *testing.T) {
+	t.Parallel()
+	for i := range 300 {
+		var closed, late atomic.Bool
+		compute := func(ctx context.Context, k Key, issue time.Time) (forecast.Forecast, error) {
+			if closed.Load() {
+				late.Store(true)
+			}
+			return forecast.Forecast{Zone: k.Zone, Signal: k.Signal, Series: forecast.Series{Start: issue, Values: []float64{1}}}, nil
+		}
+		clk := &fakeClock{now: t0}
+		c, err := New(Config{Compute: compute, Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for z := range 4 {
+			wg.Go(func() {
+				<-start
+				c.Get(context.Background(), Key{Zone: forecast.Zone(fmt.Sprintf("Z%d", z)), Signal: forecast.SignalLifecycle})
+			})
+		}
+		close(start)
+		c.Close()
+		closed.Store(true)
+		wg.Wait()
+		if late.Load() {
+			t.Fatalf("iteration %d: a computation started after Close returned", i)
+		}
 	}
 }
