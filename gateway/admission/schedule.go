@@ -2,34 +2,24 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/httpapi"
 )
 
-// scheduleJSON is the body the OPA policy posts to /v1/schedule.
-type scheduleJSON struct {
-	Zones    []forecast.Zone `json:"zones"`
-	Duration string          `json:"duration"`
-	Deadline *string         `json:"deadline,omitempty"`
-}
-
-// schedule asks the gateway where and when to run s over zones, exactly as
-// POST /v1/schedule {"zones", "duration", "deadline"} would: the request
-// goes through the HTTP API's decoder, so that parsing cannot differ. It
-// returns within the configured timeout even if sched does not.
+// schedule asks sched where and when to run s over zones, parsed as the
+// HTTP API parses POST /v1/schedule {"zones", "duration", "deadline"}
+// (gateway.ParseRequest), as the OPA policy asks it. It returns within the
+// configured timeout even if sched does not.
 func (w *Webhook) schedule(ctx context.Context, sched Scheduler, zones []forecast.Zone, s spec) (gateway.Decision, error) {
-	body := scheduleJSON{Zones: zones, Duration: s.Duration}
+	text := gateway.RequestText{Zones: make([]string, len(zones)), Duration: &s.Duration}
+	for i, z := range zones {
+		text.Zones[i] = string(z)
+	}
 	if s.Deadline != "" {
-		body.Deadline = &s.Deadline
+		text.Deadline = &s.Deadline
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return gateway.Decision{}, err
-	}
-	req, err := httpapi.DecodeScheduleRequest(b)
+	req, err := gateway.ParseRequest(text)
 	if err != nil {
 		return gateway.Decision{}, err
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	opabundle "github.com/carbongate/carbongate/deploy/opa"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway"
 )
 
 // object is the part of a VmTemplate the decision reads.
@@ -152,7 +152,7 @@ func durationProblem(v json.RawMessage) string {
 	case strings.TrimSpace(str) == "":
 		return "empty duration: want ISO 8601 like PT3H or Go like 3h"
 	}
-	d, err := httpapi.ParseDuration(str)
+	d, err := gateway.ParseDuration(str)
 	switch {
 	case err != nil:
 		return clip(v) + " is neither ISO 8601 (like PT3H, PT90M, P1DT2H) nor Go (like 3h) syntax"
