@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
@@ -170,4 +175,39 @@ func forecastResponse(fc forecast.Forecast, now gateway.Reading, id string) fore
 		Start: fc.Series.Start.UTC(), Step: "PT1H", Values: fc.Series.Values, Lower: fc.Lower, Upper: fc.Upper,
 		Provenance: provenanceOf(fc.Provenance), Clock: clockOf(now), RequestID: id,
 	}
+}
+
+var (
+	bufPool   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	slicePool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+)
+
+// writeJSON encodes v whole before writing, so that an encoding error is
+// reported rather than sent half-written, and the response has a length.
+func writeJSON(c echo.Context, status int, v any) error {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return writeBytes(c, status, buf.Bytes())
+}
+
+func putBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		buf.Reset()
+		bufPool.Put(buf)
+	}
+}
+
+// writeBytes writes a JSON body with its length.
+func writeBytes(c echo.Context, status int, b []byte) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(b)
+	return err
 }

@@ -1,0 +1,106 @@
+package httpapi
+
+// Middleware: request ids, deadlines, panics, metrics and the access log;
+// HEAD on GET routes.
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+const (
+	keyRequestID  = "request_id"
+	keyWriteError = "write_error"
+)
+
+// headAsGet serves HEAD requests with the GET handlers, whose bodies it
+// drops: routed as GET, answered as HEAD (the method is restored before
+// net/http writes the answer, which a handler's writes never reach).
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodHead {
+			return next(c)
+		}
+		r.Method = http.MethodGet
+		defer func() { r.Method = http.MethodHead }()
+		c.Response().Writer = headWriter{c.Response().Writer}
+		return next(c)
+	}
+}
+
+// headWriter drops the body of a HEAD answer.
+type headWriter struct{ http.ResponseWriter }
+
+func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// middleware gives each request an id and a deadline, recovers panics,
+// renders errors, and records metrics and the access log.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		t0 := time.Now()
+		req := c.Request()
+		id := req.Header.Get(HeaderRequestID)
+		if !validID(id) {
+			id = newID()
+		}
+		c.Set(keyRequestID, id)
+		c.Response().Header().Set(HeaderRequestID, id)
+		ctx, cancel := context.WithTimeout(req.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(req.WithContext(ctx))
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			err = next(c)
+		}()
+		if err != nil {
+			s.handleError(err, c)
+		}
+		route := c.Path()
+		if route == "" || errors.Is(err, echo.ErrNotFound) || errors.Is(err, echo.ErrMethodNotAllowed) {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		el := time.Since(t0)
+		s.requestsBy.get(routeCode{route, status}).Inc()
+		s.latencyBy.get(route).Observe(el.Seconds())
+		// Shed requests are counted, not logged: logging them would add work
+		// exactly when there is too much.
+		if s.cfg.AccessLog && c.Get(keyShed) == nil {
+			attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
+				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", c.Response().Size),
+				slog.Float64("duration_ms", float64(el.Microseconds())/1000), slog.String("remote", req.RemoteAddr)}
+			if werr, ok := c.Get(keyWriteError).(error); ok {
+				attrs = append(attrs, slog.String("write_error", werr.Error()))
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+		}
+		return nil
+	}
+}
+
+// validID accepts client request ids of 1 to 128 visible ASCII characters.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func newID() string { return rand.Text() }
