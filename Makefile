@@ -8,6 +8,8 @@
 #   make kube-down   stop it and remove its state
 
 SHELL      := /bin/bash
+# A recipe that pipes a benchmark through grep fails when the benchmark fails.
+.SHELLFLAGS := -o pipefail -c
 GO         ?= go
 ADDR       ?= :8080
 PORT       := $(lastword $(subst :, ,$(ADDR)))
