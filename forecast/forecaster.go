@@ -12,6 +12,10 @@ type Provenance struct {
 	Source   Source    // which step of the fallback chain answered
 	IssuedAt time.Time // first forecast hour; history ends just before it
 	Reason   string    // why this step answered, when an earlier one did not
+	// Skipped names the earlier steps of the fallback chain that did not
+	// answer, in order (Reason says why, for people): what code decides
+	// on, never the text.
+	Skipped []string
 }
 
 // Forecast is an hourly forecast of one zone's intensity. Lower and Upper,

@@ -117,14 +117,14 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 	if req.Horizon < 1 || !req.Start.Equal(forecast.HourFloor(req.Start)) {
 		return forecast.Forecast{}, forecast.Errorf(forecast.EINVALID, "forecast request needs a horizon ≥ 1 and an hour-aligned UTC start, got %d and %s", req.Horizon, req.Start)
 	}
-	var why []string
+	var why, skipped []string
 	for _, s := range c.steps {
 		if err := ctx.Err(); err != nil {
 			return forecast.Forecast{}, err
 		}
 		f := s.For(req.Zone, req.Signal)
 		if f == nil {
-			why = append(why, fmt.Sprintf("%s: no %s forecaster for %s", s.Name, s.Name, req.Zone))
+			why, skipped = append(why, fmt.Sprintf("%s: no %s forecaster for %s", s.Name, s.Name, req.Zone)), append(skipped, s.Name)
 			continue
 		}
 		fc, err := c.try(ctx, s, f, req)
@@ -133,7 +133,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 				return forecast.Forecast{}, ctx.Err()
 			}
 			c.failed.WithLabelValues(string(s.Source)).Inc()
-			why = append(why, fmt.Sprintf("%s: %s", s.Name, describe(err, s.Timeout)))
+			why, skipped = append(why, fmt.Sprintf("%s: %s", s.Name, describe(err, s.Timeout))), append(skipped, s.Name)
 			continue
 		}
 		fc.Zone, fc.Signal = req.Zone, req.Signal
@@ -142,7 +142,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 			fc.Provenance.IssuedAt = req.Start
 		}
 		if len(why) > 0 {
-			fc.Provenance.Reason = strings.Join(why, "; ")
+			fc.Provenance.Reason, fc.Provenance.Skipped = strings.Join(why, "; "), skipped
 		}
 		c.answered.WithLabelValues(string(s.Source)).Inc()
 		return fc, nil
@@ -154,18 +154,14 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 // Degraded reports whether fc came from a later step than the first one
 // that has a forecaster for its zone and signal now: an earlier step failed
 // (or had no forecaster then and has one now), and a retry may do better.
-// Steps of one Source are told apart by the reason, which names every step
-// before the one that answered.
+// Steps of one Source are told apart by Provenance.Skipped, which names
+// every step before the one that answered.
 func (c *Chain) Degraded(fc forecast.Forecast) bool {
 	first, ok := c.first(fc.Zone, fc.Signal)
 	if !ok {
 		return false
 	}
-	if first.Source != fc.Provenance.Source {
-		return true
-	}
-	r := fc.Provenance.Reason
-	return strings.HasPrefix(r, first.Name+": ") || strings.Contains(r, "; "+first.Name+": ")
+	return first.Source != fc.Provenance.Source || slices.Contains(fc.Provenance.Skipped, first.Name)
 }
 
 // FirstSource returns the first step that has a forecaster for zone and

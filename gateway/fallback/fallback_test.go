@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,8 +232,13 @@ func TestNamedSteps(t *testing.T) {
 	remoteErr = forecast.Errorf(forecast.EUNAVAILABLE, "circuit open")
 	fc, err = c.Forecast(context.Background(), req)
 	if err != nil || fc.Series.Values[0] != 2 || fc.Provenance.Source != forecast.SourceZone ||
-		fc.Provenance.Reason != "remote zone: unavailable: circuit open" || !c.Degraded(fc) {
+		fc.Provenance.Reason != "remote zone: unavailable: circuit open" || !slices.Equal(fc.Provenance.Skipped, []string{"remote zone"}) || !c.Degraded(fc) {
 		t.Fatalf("fc=%+v err=%v degraded=%v, want the in-process zone step, degraded", fc.Provenance, err, c.Degraded(fc))
+	}
+	// Degraded decides on Skipped, not on the text of Reason.
+	fc.Provenance.Skipped = nil
+	if c.Degraded(fc) {
+		t.Fatalf("degraded with no step skipped (reason %q)", fc.Provenance.Reason)
 	}
 	if _, err := New(Config{Steps: []Step{remote, remote}, Known: func(forecast.Zone) bool { return true }}); err == nil {
 		t.Fatal("two steps with one name accepted")
