@@ -151,17 +151,23 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 		Message: fmt.Sprintf("no forecast for %s: %s", req.Zone, strings.Join(why, "; "))}
 }
 
-// Degraded reports whether fc came from a later step than the first one
-// that has a forecaster for its zone and signal now: an earlier step failed
-// (or had no forecaster then and has one now), and a retry may do better.
-// Steps of one Source are told apart by Provenance.Skipped, which names
-// every step before the one that answered.
+// Degraded reports whether fc should be recomputed: it came from another
+// step than the first one that has a forecaster for its zone and signal
+// now, either a later one (an earlier step failed, or had no forecaster
+// then and has one now: a retry may do better) or an earlier one that has
+// no forecaster any more (a remote model's route was withdrawn). The step
+// that answered is the one after the steps in Provenance.Skipped; a
+// forecast this chain did not make is judged by its Source alone.
 func (c *Chain) Degraded(fc forecast.Forecast) bool {
 	first, ok := c.first(fc.Zone, fc.Signal)
 	if !ok {
 		return false
 	}
-	return first.Source != fc.Provenance.Source || slices.Contains(fc.Provenance.Skipped, first.Name)
+	i := len(fc.Provenance.Skipped)
+	if i >= len(c.steps) || c.steps[i].Source != fc.Provenance.Source {
+		return first.Source != fc.Provenance.Source
+	}
+	return c.steps[i].Name != first.Name
 }
 
 // FirstSource returns the first step that has a forecaster for zone and

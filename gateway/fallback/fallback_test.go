@@ -214,7 +214,11 @@ func TestFlat(t *testing.T) {
 func TestNamedSteps(t *testing.T) {
 	t.Parallel()
 	var remoteErr error
+	routed := true
 	remote := Step{Source: forecast.SourceZone, Name: "remote zone", For: func(forecast.Zone, forecast.Signal) forecast.Forecaster {
+		if !routed {
+			return nil
+		}
 		return fake{value: 1, err: remoteErr}
 	}}
 	c, err := New(Config{
@@ -239,6 +243,17 @@ func TestNamedSteps(t *testing.T) {
 	fc.Provenance.Skipped = nil
 	if c.Degraded(fc) {
 		t.Fatalf("degraded with no step skipped (reason %q)", fc.Provenance.Reason)
+	}
+	// A forecast of the remote model is recomputed once its route is
+	// withdrawn (it used to be served until the hour turned).
+	remoteErr = nil
+	fromRemote, err := c.Forecast(context.Background(), req)
+	if err != nil || c.Degraded(fromRemote) {
+		t.Fatalf("remote forecast %+v (%v): degraded before the route went", fromRemote.Provenance, err)
+	}
+	routed = false
+	if !c.Degraded(fromRemote) {
+		t.Fatal("a forecast of a withdrawn remote model is not degraded")
 	}
 	if _, err := New(Config{Steps: []Step{remote, remote}, Known: func(forecast.Zone) bool { return true }}); err == nil {
 		t.Fatal("two steps with one name accepted")
