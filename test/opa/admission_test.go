@@ -81,7 +81,7 @@ func TestFixtures(t *testing.T) {
 	for _, f := range fixtures {
 		c := opaConfig{carbongate: url(f), failOpen: f.want.FailOpen}
 		if _, ok := servers[c]; !ok {
-			servers[c] = startOPA(t, opa, bundle, c)
+			_, servers[c] = startOPA(t, opa, bundle, c)
 		}
 	}
 
@@ -177,7 +177,7 @@ func testCache(t *testing.T, opa, bundle string, b *backend, fixtures []fixture)
 		t.Fatal("no fixture create-scheduled-eu")
 	}
 	f := fixtures[i]
-	o := startOPA(t, opa, bundle, opaConfig{carbongate: b.srv.URL, cacheSeconds: 60})
+	_, o := startOPA(t, opa, bundle, opaConfig{carbongate: b.srv.URL, cacheSeconds: 60})
 	_, before := b.seen(f.scheduleBody(t))
 	first := post(t, o+"/v0/data/carbongate/admission/response", f.review)
 	second := post(t, o+"/v0/data/carbongate/admission/response", f.review)

@@ -58,11 +58,12 @@ type opaConfig struct {
 }
 
 // startOPA runs OPA with the bundle and c's settings (services.StartOPA)
-// and returns its URL.
-func startOPA(tb testing.TB, opa, bundle string, c opaConfig) string {
+// and returns its process and URL.
+func startOPA(tb testing.TB, opa, bundle string, c opaConfig) (*services.Proc, string) {
 	tb.Helper()
-	return services.StartOPA(tb, opa, services.OPAConfig{Bundle: bundle, Carbongate: c.carbongate, Timeout: callTimeout,
-		FailOpen: c.failOpen, CacheSeconds: c.cacheSeconds}).URL
+	o := services.StartOPA(tb, opa, services.OPAConfig{Bundle: bundle, Carbongate: c.carbongate, Timeout: callTimeout,
+		FailOpen: c.failOpen, CacheSeconds: c.cacheSeconds})
+	return o.Proc, o.URL
 }
 
 // exchange is one /v1/schedule call seen by a backend.

@@ -12,13 +12,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/test/services"
 )
 
 // TestSyntaxMatchesGo checks the policy's parsers against the Go code the
 // same values meet elsewhere: durations against carbongate's /v1/schedule
-// parser (httpapi.ParseDuration), quantities against Kubernetes'
+// parser (gateway.ParseDuration), quantities against Kubernetes'
 // resource.ParseQuantity, deadlines against time.RFC3339Nano.
 func TestSyntaxMatchesGo(t *testing.T) {
 	durations := []string{
@@ -73,7 +73,7 @@ func TestSyntaxMatchesGo(t *testing.T) {
 	x := res.Result[0].Bindings.X
 
 	for _, s := range durations {
-		d, goErr := httpapi.ParseDuration(s)
+		d, goErr := gateway.ParseDuration(s)
 		ns, regoOK := x.Durations[s]
 		switch {
 		case (goErr == nil) != regoOK:
