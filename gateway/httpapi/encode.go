@@ -68,38 +68,21 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		e.raw("]")
 	}
 	e.raw(`,"provenance":`)
-	if b.Provenance == nil {
-		e.raw("null")
-	} else {
-		var arr [32]string
-		keys := arr[:0]
-		for k := range b.Provenance {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		e.raw("{")
-		for i, k := range keys {
-			if i > 0 {
-				e.raw(",")
-			}
-			p := b.Provenance[k]
-			e.str(k)
-			e.raw(`:{"model":`)
-			e.str(p.Model)
-			e.raw(`,"version":`)
-			e.str(p.Version)
-			e.raw(`,"source":`)
-			e.str(p.Source)
-			e.raw(`,"issued_at":`)
-			e.time(p.IssuedAt)
-			if p.Reason != "" {
-				e.raw(`,"reason":`)
-				e.str(p.Reason)
-			}
-			e.raw("}")
+	e.provenance(b.Provenance, func(p provenanceJSON) {
+		e.raw(`{"model":`)
+		e.str(p.Model)
+		e.raw(`,"version":`)
+		e.str(p.Version)
+		e.raw(`,"source":`)
+		e.str(p.Source)
+		e.raw(`,"issued_at":`)
+		e.time(p.IssuedAt)
+		if p.Reason != "" {
+			e.raw(`,"reason":`)
+			e.str(p.Reason)
 		}
 		e.raw("}")
-	}
+	})
 	e.raw(`,"signal":`)
 	e.str(b.Signal)
 	e.raw(`,"unit":`)
@@ -144,6 +127,31 @@ func (e *encoder) placement(p *placementJSON) {
 	e.time(p.End)
 	e.raw(`,"mean_intensity":`)
 	e.float(p.MeanIntensity)
+	e.raw("}")
+}
+
+// provenance writes m as encoding/json writes a map: null when nil, else
+// an object with the members sorted by key, each value written by value.
+func (e *encoder) provenance(m map[string]provenanceJSON, value func(provenanceJSON)) {
+	if m == nil {
+		e.raw("null")
+		return
+	}
+	var arr [32]string // the keys of a usual answer, on the stack
+	keys := arr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.raw("{")
+	for i, k := range keys {
+		if i > 0 {
+			e.raw(",")
+		}
+		e.str(k)
+		e.raw(":")
+		value(m[k])
+	}
 	e.raw("}")
 }
 

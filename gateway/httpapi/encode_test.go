@@ -12,6 +12,35 @@ import (
 // against encoding/json, byte for byte.
 func TestAppendScheduleMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
+	for i, b := range randomSchedules(500) {
+		want := encodingJSON(t, b)
+		got, err := appendSchedule(nil, &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// encodingJSON is v as json.Encoder without HTML escaping writes it, the
+// reference of the hand-written encoders.
+func encodingJSON(tb testing.TB, v any) []byte {
+	tb.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		tb.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// randomSchedules returns n scheduling answers with the hard cases of
+// encoding: escapes, invalid UTF-8, floats in both notations, repeated and
+// non-UTC times, optional members present and absent.
+func randomSchedules(n int) []scheduleBody {
 	r := rand.New(rand.NewPCG(3, 4))
 	strs := []string{"", "DE", "US-CAL-CISO", `quote " and \ backslash`, "tab\tnewline\n", "ünïcödé", "\u2028", "bad \xff utf8", "<html>&"}
 	floats := []float64{0, 1, -1, 123.456, 1e-7, 2.5e-9, 1e21, 1e20, 36.53666666666671, -0.0}
@@ -36,7 +65,8 @@ func TestAppendScheduleMatchesEncodingJSON(t *testing.T) {
 		}
 		return p
 	}
-	for i := range 500 {
+	out := make([]scheduleBody, n)
+	for i := range out {
 		b := scheduleBody{Decision: pl(), Signal: "lifecycle", Unit: "gCO2eq/kWh", Clock: clockJSON{Mode: "replay", Now: tm()}, RequestID: strs[r.IntN(len(strs))]}
 		if i%3 != 0 {
 			bp := pl()
@@ -61,21 +91,10 @@ func TestAppendScheduleMatchesEncodingJSON(t *testing.T) {
 		if i%7 != 0 {
 			b.Provenance = map[string]provenanceJSON{}
 			for range r.IntN(4) {
-				b.Provenance[strs[r.IntN(len(strs))]] = provenanceJSON{Model: strs[r.IntN(len(strs))], Source: "zone", IssuedAt: tm(), Reason: strs[r.IntN(len(strs))]}
+				b.Provenance[strs[r.IntN(len(strs))]] = provenanceJSON{Model: strs[r.IntN(len(strs))], Source: strs[r.IntN(len(strs))], IssuedAt: tm(), Reason: strs[r.IntN(len(strs))]}
 			}
 		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(b); err != nil {
-			t.Fatal(err)
-		}
-		got, err := appendSchedule(nil, &b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want.Bytes())
-		}
+		out[i] = b
 	}
+	return out
 }

@@ -40,8 +40,13 @@ func (s *Server) schedule(c echo.Context) error {
 	}
 	out := scheduleResponse(d, c.Get(keyRequestID).(string))
 	defer releaseSchedule(out)
+	encode := appendSchedule
+	if preferMinimal(req.Header) {
+		encode = appendScheduleMinimal
+		c.Response().Header().Set("Preference-Applied", "return=minimal")
+	}
 	bp := slicePool.Get().(*[]byte)
-	b, err := appendSchedule((*bp)[:0], out)
+	b, err := encode((*bp)[:0], out)
 	defer func() {
 		if cap(b) <= 64<<10 {
 			*bp = b
