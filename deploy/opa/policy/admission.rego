@@ -36,7 +36,14 @@ uid := request.uid
 # admission_response renders outcome as an AdmissionResponse: denials carry
 # status {code, reason, message}; a fail-open admission carries its message
 # as a success status and a warning; a non-empty patch is base64 JSONPatch.
-admission_response := object.union_n([{"uid": uid, "allowed": outcome.allowed}, status_part, patch_part])
+# The first case is the general rendering written out for a scheduled
+# review (allowed, no message, a patch), the case every scheduled review
+# takes: it skips evaluating status_part and patch_part.
+admission_response := {"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": base64.encode(json.marshal(outcome.patch))} if {
+	outcome.allowed
+	outcome.message == ""
+	outcome.patch != []
+} else := object.union_n([{"uid": uid, "allowed": outcome.allowed}, status_part, patch_part])
 
 default status_part := {}
 
@@ -76,24 +83,34 @@ reason_of(code) := "InternalError" if not code in {400, 403, 503}
 
 # outcome is the decision before rendering: {allowed, code, message, patch}.
 # The first matching case wins, in the order of the decision procedure.
+# The first case is a shortcut to the last for the common review, a CREATE
+# of a valid template with eligible zones: it tests positively what the
+# cases in between rule out (each `not` costs an evaluation of its own);
+# any other review goes through the cases in order.
 default outcome := {
 	"allowed": false, "code": 500, "patch": [],
 	"message": "carbongate admission policy: no decision (is the bundle's data complete?)",
 }
 
-outcome := unchanged if {
+outcome := schedule_outcome if {
+	vmtemplate
+	request.operation == "CREATE"
+	spec_errors == []
+	data.carbongate.candidates[provider].origins[origin]
+	eligible_zones != []
+} else := unchanged if {
 	not vmtemplate
 } else := unchanged if {
 	not request.operation in {"CREATE", "UPDATE"}
 } else := deny(400, concat("", ["request.object: ", object_problem])) if {
-	object_problem
+	not new_object
 } else := admit(restore_patch) if {
 	request.operation == "UPDATE"
 	scheduled(old_object)
 } else := deny(400, concat("; ", spec_errors)) if {
 	count(spec_errors) > 0
 } else := deny(400, origin_error) if {
-	origin_error
+	not data.carbongate.candidates[provider].origins[origin]
 } else := deny(403, empty_message) if {
 	count(eligible_zones) == 0
 } else := schedule_outcome

@@ -22,11 +22,9 @@ default env := {}
 
 env := opa.runtime().env
 
-setting(name, fallback) := env[name] if {
-	env[name] != ""
-} else := fallback
-
-setting_url := setting("CARBONGATE_URL", data.carbongate.config.carbongate_url)
+setting_url := env.CARBONGATE_URL if {
+	env.CARBONGATE_URL != ""
+} else := data.carbongate.config.carbongate_url
 
 setting_timeout := env.CARBONGATE_TIMEOUT if {
 	regex.match(`^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h)(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))*$`, env.CARBONGATE_TIMEOUT)

@@ -7,7 +7,7 @@ package carbongate.admission
 
 default provider := "azure"
 
-provider := spec.provider if present("provider")
+provider := spec.provider if spec.provider != null
 
 origin := spec.originRegion
 

@@ -46,17 +46,15 @@ restore_spec := [add_op("/spec", {})] if {
 	not spec
 }
 
-has_annotations if new_object.metadata.annotations != null
-
 add_op(path, value) := {"op": "add", "path": path, "value": value}
 
 # annotate returns the ops that set annotation key to value, adding
 # metadata.annotations first when the object has none.
 annotate(key, value) := array.concat(annotations_prefix, [add_op(concat("", ["/metadata/annotations/", pointer_escape(key)]), value)])
 
-default annotations_prefix := []
-
-annotations_prefix := [add_op("/metadata/annotations", {})] if not has_annotations
+annotations_prefix := [] if {
+	new_object.metadata.annotations != null
+} else := [{"op": "add", "path": "/metadata/annotations", "value": {}}]
 
 # pointer_escape escapes a JSON Pointer token (RFC 6901).
 pointer_escape(s) := replace(replace(s, "~", "~0"), "/", "~1")

@@ -9,14 +9,10 @@ annotation_unscheduled := "carbongate.io/unscheduled"
 
 # schedule_body is what POST /v1/schedule gets: the distinct zones, sorted,
 # and the spec's duration and deadline as given.
-schedule_body := object.union({"zones": eligible_zones, "duration": spec.duration}, deadline_part)
-
-default deadline_part := {}
-
-deadline_part := {"deadline": spec.deadline} if {
-	present("deadline")
+schedule_body := {"zones": eligible_zones, "duration": spec.duration, "deadline": spec.deadline} if {
+	spec.deadline != null
 	spec.deadline != ""
-}
+} else := {"zones": eligible_zones, "duration": spec.duration}
 
 # schedule_request never raises: failures come back as status_code 0 with
 # error.message. A 200 answer is reused for config.cache_seconds (short:
@@ -126,9 +122,9 @@ scheduled_patch := array.concat(
 # annotate's path for annotation_provenance, written out.
 provenance_path := "/metadata/annotations/carbongate.io~1provenance"
 
-default provider_ops := []
-
-provider_ops := [{"op": "add", "path": "/spec/provider", "value": provider}] if not present("provider")
+provider_ops := [] if {
+	spec.provider != null
+} else := [{"op": "add", "path": "/spec/provider", "value": provider}]
 
 # provenance is the annotation's value (compact JSON, keys sorted): the
 # decision, its region, carbongate's saving against running now in the first

@@ -18,7 +18,33 @@ field_order := ["minCPU", "minRAM", "duration", "deadline", "maxLatencyMs", "pro
 # an absent field.)
 spec_errors := ["spec: required: a VmTemplate needs a spec object"] if {
 	not spec
+} else := [] if {
+	spec_plainly_valid
 } else := [sprintf("spec.%s: %s", [f, msg]) | some f in field_order; msg := field_error[f]]
+
+# spec_plainly_valid holds for a spec no field_error applies to, in one
+# body: each optional field absent (its default then passes) or valid,
+# each required one valid. It is a shortcut, not a definition: it may fail
+# for a valid spec (an optional field given as null), and then the
+# field_error rules decide. Every review runs it, so it tests in line what
+# the field_error rules test through integer_at_least and non_empty_string.
+spec_plainly_valid if {
+	cpu := object.get(spec, "minCPU", 1)
+	is_number(cpu)
+	cpu == floor(cpu)
+	cpu >= 1
+	quantity(object.get(spec, "minRAM", "1"))
+	duration_positive(spec.duration)
+	valid_deadline(object.get(spec, "deadline", ""))
+	latency := spec.maxLatencyMs
+	is_number(latency)
+	latency == floor(latency)
+	latency >= 0
+	object.get(spec, "provider", default_provider) in providers
+	is_string(spec.originRegion)
+	spec.originRegion != ""
+	object.get(spec, "residency", "") in {"EU", ""}
+}
 
 field_error["minCPU"] := sprintf("must be an integer ≥ 1, got %s", [clip_json(spec.minCPU)]) if {
 	spec.minCPU != null
