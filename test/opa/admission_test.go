@@ -142,6 +142,9 @@ func (f fixture) sent(t *testing.T, b *backend) *scheduleAnswer {
 		if err := json.Unmarshal(x.body, &a); err != nil {
 			t.Fatalf("carbongate's answer: %v", err)
 		}
+		if bytes.Contains(x.body, []byte(`"alternatives"`)) {
+			t.Errorf("carbongate sent its full answer, want the minimal one the policy asks for (Prefer: return=minimal): %s", x.body)
+		}
 		if _, ok := f.want.Representatives[a.Decision.Zone]; !ok {
 			t.Fatalf("carbongate chose %s; want.json has no representative for it", a.Decision.Zone)
 		}

@@ -130,8 +130,9 @@ func canonical(b []byte) string {
 	return string(c)
 }
 
-// forward posts body to carbongate's /v1/schedule.
-func forward(ctx context.Context, carbongate string, body []byte) (exchange, error) {
+// forward posts body to carbongate's /v1/schedule with the caller's Prefer
+// header (the policy asks for the minimal answer).
+func forward(ctx context.Context, carbongate, prefer string, body []byte) (exchange, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, carbongate+"/v1/schedule", bytes.NewReader(body))
@@ -139,6 +140,9 @@ func forward(ctx context.Context, carbongate string, body []byte) (exchange, err
 		return exchange{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if prefer != "" {
+		req.Header.Set("Prefer", prefer)
+	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return exchange{}, err
@@ -151,7 +155,7 @@ func forward(ctx context.Context, carbongate string, body []byte) (exchange, err
 // proxy records what carbongate answers.
 func proxy(tb testing.TB, carbongate string) *backend {
 	return newBackend(tb, func(r *http.Request, body []byte) (exchange, bool) {
-		x, err := forward(r.Context(), carbongate, body)
+		x, err := forward(r.Context(), carbongate, r.Header.Get("Prefer"), body)
 		if err != nil {
 			return exchange{status: http.StatusBadGateway, body: []byte(`{"error":{"code":"unavailable","message":"proxy: ` + err.Error() + `"}}`)}, true
 		}
@@ -168,7 +172,7 @@ func slow(tb testing.TB, carbongate string) *backend {
 		case <-r.Context().Done():
 			return exchange{}, false
 		}
-		x, err := forward(r.Context(), carbongate, body)
+		x, err := forward(r.Context(), carbongate, r.Header.Get("Prefer"), body)
 		return x, err == nil
 	})
 }
