@@ -328,6 +328,11 @@ func TestDatabaseRestartMidWrite(t *testing.T) {
 
 	r := start(t, bin, args...)
 	waitUnits(t, r, url, 64)
+	// The restart must fall mid-run, or the test proves nothing: the
+	// backfill still running and units still to write.
+	if before := count(t, url); r.exited() || before.units >= units {
+		t.Fatalf("the backfill ended (%v) or wrote all %d units before the restart: nothing to test", r.exited(), before.units)
+	}
 	pg.Restart(t)
 	// Right after the restart, and while the backfill retries and goes on:
 	// never a partial batch.
