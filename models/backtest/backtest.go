@@ -120,7 +120,8 @@ func Baselines(zone forecast.Zone, signal forecast.Signal, lookback, horizon int
 // candidates of its zone, when its 96 hours of actuals (LeadDays×24) are not
 // all finite and observed, or when a candidate's history before it is not.
 // Candidates need a horizon of at least LeadDays×24 hours. EINVALID for a
-// bad configuration; prediction errors are returned as they come.
+// bad configuration; prediction errors are returned as they come, and a
+// non-finite forecast is EINTERNAL.
 func Run(ctx context.Context, cfg Config, zones []Zone) (*Report, error) {
 	from, to := cfg.From.UTC().Truncate(24*time.Hour), cfg.To.UTC().Truncate(24*time.Hour)
 	if to.Before(from) {
@@ -174,6 +175,11 @@ func Run(ctx context.Context, cfg Config, zones []Zone) (*Report, error) {
 				h, _ := z.Series.Last(day, c.Model.Meta().Lookback)
 				if err := predict(c.Model, h, day, outs[i], ivs[i]); err != nil {
 					return nil, err
+				}
+				// A non-finite forecast fails the run: scoring only the
+				// finite hours would flatter the model.
+				if !allFinite(outs[i][:span]) || ivs[i] != nil && (!allFinite(ivs[i].lower[:span]) || !allFinite(ivs[i].upper[:span])) {
+					return nil, forecast.Errorf(forecast.EINTERNAL, "model %s of %s issued a non-finite forecast on %s", c.Name, z.Zone, day.Format(time.DateOnly))
 				}
 				ivs[i].add(actual)
 				for d, v := range forecast.ByLeadDay(actual, outs[i][:span], forecast.MAPE) {

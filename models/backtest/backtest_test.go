@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/backtest"
 )
 
@@ -113,5 +114,31 @@ func TestRunInvalid(t *testing.T) {
 	_, err := backtest.Run(context.Background(), backtest.Config{From: day0, To: day0.AddDate(0, 0, -1)}, nil)
 	if got, want := forecast.ErrorCode(err), forecast.EINVALID; got != want {
 		t.Fatalf("code=%q (%v), want %q", got, err, want)
+	}
+}
+
+// nanModel forecasts NaN for the second hour.
+type nanModel struct{}
+
+func (nanModel) Meta() models.Meta {
+	return models.Meta{Name: "nan", Family: "test", Zone: "XX", Signal: forecast.SignalDirect, Lookback: 24, Horizon: 96}
+}
+
+func (nanModel) Predict(_ []float64, _ time.Time, out []float64) error {
+	for i := range out {
+		out[i] = 100
+	}
+	out[1] = math.NaN()
+	return nil
+}
+
+// TestRunFailsOnNonFinite: a model that issues a non-finite forecast fails
+// the run; it used to be scored on its finite hours only.
+func TestRunFailsOnNonFinite(t *testing.T) {
+	t.Parallel()
+	_, err := backtest.Run(context.Background(), backtest.Config{Signal: forecast.SignalDirect, From: day0, To: day0},
+		[]backtest.Zone{{Zone: "XX", Series: stepSeries(125, 80, 100, 50), Candidates: []backtest.Candidate{{Name: "nan", Model: nanModel{}}}}})
+	if forecast.ErrorCode(err) != forecast.EINTERNAL || !strings.Contains(forecast.ErrorMessage(err), "non-finite") {
+		t.Fatalf("err=%v, want EINTERNAL naming the non-finite forecast", err)
 	}
 }
