@@ -96,9 +96,12 @@ fmt-check:
 # MLServer, MLflow) and SeaweedFS live in virtualenvs outside the clone,
 # keyed by the hash of their pinned requirements. kube-apiserver and etcd
 # are built once from test/setup/kube/ (several minutes; cached the same way).
+# CrateDB is unpacked once from ../shared/peers/cratedb/ beside the clone
+# (test/setup/cratedb.sh); each test binary runs its own server as well.
 test: fmt-check vet
 	@echo "setting up the peers (cached after the first run)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
+	CARBONGATE_CRATEDB_HOME=$$(test/setup/cratedb.sh) && \
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && \
 	HELM=$$(test/setup/helm.sh) && \
 	CARBONGATE_CCF=$$(test/setup/ccf.sh) && \
@@ -109,7 +112,7 @@ test: fmt-check vet
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_OPA HELM CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet

@@ -254,32 +254,21 @@ func (p *Postgres) initdb() error {
 // start runs the server on p.Port, or on fresh free ports (retrying on a
 // port collision) when pickPort, and waits until it accepts queries.
 func (p *Postgres) start(pickPort bool) error {
-	var lastErr error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if pickPort {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			p.Port = port
-		}
-		proc, err := p.launch()
-		if err != nil {
+	var pick func() error
+	if pickPort {
+		pick = func() (err error) {
+			p.Port, err = freePort()
 			return err
 		}
-		if err = waitReady(proc, p.ready, DefaultStartTimeout); err == nil {
-			p.mu.Lock()
-			p.proc = proc
-			p.mu.Unlock()
-			return nil
-		}
-		proc.Kill()
-		lastErr = fmt.Errorf("%s not ready: %w\n--- log (tail) ---\n%s", proc.Name, err, proc.logTail(8000))
-		if !pickPort || !portClash(proc.Log()) {
-			break
-		}
 	}
-	return lastErr
+	proc, err := startServer(pick, p.launch, p.ready)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.proc = proc
+	p.mu.Unlock()
+	return nil
 }
 
 // freePort is FreePort without a test (the shared server outlives the
@@ -305,10 +294,6 @@ func freePort() (int, error) {
 func (p *Postgres) launch() (*Proc, error) {
 	p.runs++
 	logPath := filepath.Join(p.dir, fmt.Sprintf("postgres-%d.log", p.runs))
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(filepath.Join(p.bin, "postgres"),
 		"-D", filepath.Join(p.dir, "data"),
 		"-c", "listen_addresses="+p.Host, "-c", "port="+strconv.Itoa(p.Port),
@@ -318,19 +303,7 @@ func (p *Postgres) launch() (*Proc, error) {
 		"-c", "max_wal_size=1GB", "-c", "checkpoint_timeout=1h",
 		"-c", "log_min_messages=warning", "-c", "log_min_error_statement=panic",
 	)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGQUIT, Credential: p.cred}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	proc := &Proc{Name: "postgres", cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		proc.waitErr = cmd.Wait()
-		f.Close()
-		close(proc.done)
-	}()
-	return proc, nil
+	return startProc("postgres", logPath, cmd, syscall.SIGQUIT, p.cred)
 }
 
 func (p *Postgres) ready(ctx context.Context) error {
@@ -379,18 +352,24 @@ func (p *Postgres) logTail(n int) string {
 
 var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 
+// testIdent is a lowercase SQL identifier for tb's database or schema
+// number seq: t_<test name, 40 at most>_<seq>_<random>.
+func testIdent(tb testing.TB, seq int) string {
+	name := strings.Trim(nonIdent.ReplaceAllString(strings.ToLower(tb.Name()), "_"), "_")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return fmt.Sprintf("t_%s_%d_%s", name, seq, randomHex(tb, 3))
+}
+
 // Database creates an empty database for tb, named after the test, and
 // returns its URL (see URL). It is dropped in tb.Cleanup, its sessions
 // terminated.
 func (p *Postgres) Database(tb testing.TB) string {
 	tb.Helper()
-	name := strings.Trim(nonIdent.ReplaceAllString(strings.ToLower(tb.Name()), "_"), "_")
-	if len(name) > 40 {
-		name = name[:40]
-	}
 	p.mu.Lock()
 	p.dbSeq++
-	name = fmt.Sprintf("t_%s_%d_%s", name, p.dbSeq, randomHex(tb, 3))
+	name := testIdent(tb, p.dbSeq)
 	p.mu.Unlock()
 	if err := p.exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
 		tb.Fatalf("services: create database: %v", err)

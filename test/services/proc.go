@@ -165,27 +165,61 @@ func portClash(log string) bool {
 }
 
 func launch(tb testing.TB, s spec, attempt int) (*Proc, error) {
-	logPath := filepath.Join(tb.TempDir(), fmt.Sprintf("%s-%d.log", s.name, attempt))
+	cmd := exec.Command(s.path, s.args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), s.env...)
+	return startProc(s.name, filepath.Join(tb.TempDir(), fmt.Sprintf("%s-%d.log", s.name, attempt)), cmd, syscall.SIGKILL, nil)
+}
+
+// startProc starts cmd in a process group of its own with stdout and
+// stderr in a new file at logPath. The kernel sends it pdeath when the test
+// binary dies; cred, when not nil, is the user it runs as.
+func startProc(name, logPath string, cmd *exec.Cmd, pdeath syscall.Signal, cred *syscall.Credential) (*Proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(s.path, s.args...)
-	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), s.env...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: pdeath, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
 	}
-	p := &Proc{Name: s.name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &Proc{Name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		f.Close()
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// startServer runs a server that outlives the test starting it: pick
+// chooses its ports (nil: keep them), launch starts it; on a port
+// collision both are called again, up to 3 times. It returns the process
+// once ready answers nil.
+func startServer(pick func() error, launch func() (*Proc, error), ready func(context.Context) error) (*Proc, error) {
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if pick != nil {
+			if err := pick(); err != nil {
+				return nil, err
+			}
+		}
+		proc, err := launch()
+		if err != nil {
+			return nil, err
+		}
+		if err = waitReady(proc, ready, DefaultStartTimeout); err == nil {
+			return proc, nil
+		}
+		proc.Kill()
+		lastErr = fmt.Errorf("%s not ready: %w\n--- log (tail) ---\n%s", proc.Name, err, proc.logTail(8000))
+		if pick == nil || !portClash(proc.Log()) {
+			break
+		}
+	}
+	return nil, lastErr
 }
 
 func waitReady(p *Proc, ready func(context.Context) error, timeout time.Duration) error {
