@@ -35,7 +35,7 @@ func TestCreateVersionAllocation(t *testing.T) {
 	insert := `INSERT INTO model_versions`
 	taken := func() []*reply {
 		var rs []*reply
-		for range MaxVersionAttempts {
+		for range testMaxInserts {
 			rs = append(rs, fail(insert, duplicate()))
 		}
 		return rs

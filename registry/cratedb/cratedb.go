@@ -59,15 +59,26 @@ var ErrUnavailable = errors.New("cratedb: connection failed")
 // DefaultTimeout bounds each Store call whose context has no deadline.
 const DefaultTimeout = 30 * time.Second
 
-// MaxVersionAttempts bounds the optimistic inserts of CreateVersion: after
-// that many duplicate-key rejections in a row it returns ECONFLICT.
+// MaxVersionAttempts bounds the optimistic updates of a model version
+// (UpdateVersion, TransitionStage, DeleteVersion): after that many lost
+// races in a row the call returns ECONFLICT.
 const MaxVersionAttempts = 10
+
+// MaxVersionInserts bounds the inserts one CreateVersion tries. Each
+// duplicate-key rejection means another registration of the model got
+// that number, so a call tries at most one number more than there are
+// registrations running beside it: 50 concurrent registrations of one
+// model all succeed (the conformance suite's race), on a live server too.
+// The bound, and the call's deadline, only stop a runaway; reaching it is
+// ECONFLICT.
+const MaxVersionInserts = 1000
 
 // Store is a registry.Store on CrateDB. It is safe for concurrent use.
 type Store struct {
-	db    DB
-	now   func() time.Time
-	close func()
+	db         DB
+	now        func() time.Time
+	close      func()
+	maxInserts int // MaxVersionInserts; tests lower it
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -82,7 +93,7 @@ func New(db DB, opts registry.Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now}, nil
+	return &Store{db: db, now: now, maxInserts: MaxVersionInserts}, nil
 }
 
 // Close releases the connection pool when the Store was made by Open.

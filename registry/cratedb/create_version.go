@@ -18,8 +18,11 @@ const insertVersion = `INSERT INTO model_versions (name, "version", creation_tim
 //     (name, version) rejects it with a duplicate-key error when a
 //     concurrent writer took the number first (its row may not be visible
 //     to step 1 yet, but the primary key check sees it at once);
-//  3. on that error try the next number, at most MaxVersionAttempts times,
-//     then give up with ECONFLICT.
+//  3. on that error try the next number. Every rejection means a concurrent
+//     registration took that number, so the numbers stay gap-free and each
+//     call ends after at most as many rejections as there are concurrent
+//     registrations (MaxVersionInserts bounds a runaway: ECONFLICT). MLflow
+//     clients do not retry a failed registration, so the store does.
 //
 // The version's tags are written after its row, since its number is known
 // only then. So that a failure in between does not leave a version that
@@ -91,7 +94,7 @@ func (s *Store) allocateVersion(ctx context.Context, v registry.ModelVersion, st
 	if err != nil {
 		return 0, err
 	}
-	for range MaxVersionAttempts {
+	for range s.maxInserts {
 		next++
 		n, err := s.db.Exec(ctx, insertVersion, v.Name, next, v.CreationTime, v.LastUpdatedTime, opt(v.Description),
 			opt(v.UserID), v.CurrentStage, v.Source, opt(v.StorageLocation), opt(v.RunID), opt(v.RunLink), status, opt(v.StatusMessage))
@@ -107,7 +110,7 @@ func (s *Store) allocateVersion(ctx context.Context, v registry.ModelVersion, st
 		}
 	}
 	return 0, forecast.Errorf(forecast.ECONFLICT,
-		"could not allocate a version number for registered model %s: %d concurrent registrations took the numbers tried; retry", v.Name, MaxVersionAttempts)
+		"could not allocate a version number for registered model %s: %d concurrent registrations took the numbers tried; retry", v.Name, s.maxInserts)
 }
 
 // maxVersion is the highest version of the model, soft-deleted versions

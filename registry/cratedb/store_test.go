@@ -129,7 +129,7 @@ func versionCases() []opCase {
 	tagged.Tags = []registry.Tag{{Key: "mae", Value: "12.5"}}
 	model := func() *reply { return rows(selModel, modelRowOf("m")) }
 	allDup := []*reply{model(), rows(`SELECT max("version")`, row(int64(2)))}
-	for range MaxVersionAttempts {
+	for range testMaxInserts {
 		allDup = append(allDup, fail("INSERT INTO model_versions", duplicate()))
 	}
 	return []opCase{

@@ -1,0 +1,38 @@
+//go:build interop
+
+package cratedb_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/cratedb"
+	"github.com/carbongate/carbongate/registry/storetest"
+	"github.com/carbongate/carbongate/test/services"
+)
+
+// TestConformanceLive runs the registry conformance suite on a live CrateDB
+// server, each subtest on a schema of its own that Migrate set up.
+func TestConformanceLive(t *testing.T) {
+	t.Parallel()
+	crate := services.StartCrateDB(t)
+	t.Logf("%s, started in %v", crate.Version, crate.StartTime.Round(100_000_000))
+	storetest.Run(t, func(t *testing.T, o registry.Options) registry.Store {
+		ctx := context.Background()
+		url := crate.Schema(t)
+		db, err := cratedb.Connect(ctx, url)
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		t.Cleanup(db.Close)
+		if err := cratedb.Migrate(ctx, db); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+		s, err := cratedb.Open(ctx, url, o)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	}, storetest.Options{NoRename: true})
+}
