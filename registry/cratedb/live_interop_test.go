@@ -34,5 +34,5 @@ func TestConformanceLive(t *testing.T) {
 			t.Fatalf("Open: %v", err)
 		}
 		return s
-	}, storetest.Options{NoRename: true})
+	}, storetest.Options{})
 }

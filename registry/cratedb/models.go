@@ -26,13 +26,6 @@ func (r *modelRow) model() registry.RegisteredModel {
 	return registry.RegisteredModel{Name: r.name, CreationTime: num(r.created), LastUpdatedTime: num(r.updated), Description: str(r.description)}
 }
 
-// RenameModel is refused: the name is the primary key of every registry
-// table and CrateDB cannot update primary-key columns.
-func (s *Store) RenameModel(ctx context.Context, name, newName string) (registry.RegisteredModel, error) {
-	return registry.RegisteredModel{}, forecast.FieldErrorf(forecast.EINVALID, "new_name",
-		"CrateDB cannot rename a registered model (primary keys are immutable); create a new model and re-register its versions")
-}
-
 // CreateModel inserts the registered_models row first, without ON
 // CONFLICT: the primary key makes that insert the claim on the name, and a
 // duplicate is ECONFLICT with nothing else written. The tags follow. They
@@ -56,16 +49,7 @@ func (s *Store) CreateModel(ctx context.Context, name, description string, tags 
 	ctx, cancel := bound(ctx)
 	defer cancel()
 	now := s.millis()
-	n, err := s.exec(ctx, "create registered model",
-		`INSERT INTO registered_models (name, creation_time, last_updated_time, description) VALUES ($1, $2, $3, $4)`,
-		name, now, now, opt(description))
-	if err == nil && n == 0 {
-		err = &forecast.Error{Code: forecast.ECONFLICT, Message: "cratedb create registered model: already exists"}
-	}
-	if err != nil {
-		if forecast.ErrorCode(err) == forecast.ECONFLICT {
-			return registry.RegisteredModel{}, &forecast.Error{Code: forecast.ECONFLICT, Message: "registered model (name=" + name + ") already exists", Err: err}
-		}
+	if err := s.claimModel(ctx, "create registered model", name, now, now, opt(description)); err != nil {
 		return registry.RegisteredModel{}, err
 	}
 	tags = normTags(tags)
@@ -166,15 +150,43 @@ func (s *Store) DeleteModel(ctx context.Context, name string) error {
 	} else if !ok {
 		return modelNotFound(name)
 	}
-	if err := s.refresh(ctx, tAliases, tVerTag, tVersions, tModelTag); err != nil {
+	return s.deleteModelRows(ctx, "delete registered model", name, tAliases, tVerTag, tVersions, tModelTag, tModels)
+}
+
+// deleteModelRows deletes the rows of name from tables, in that order, and
+// refreshes them. The DELETEs search by name, so the tables are refreshed
+// first, except registered_models, whose primary key the name is.
+func (s *Store) deleteModelRows(ctx context.Context, what, name string, tables ...string) error {
+	searched := slices.DeleteFunc(slices.Clone(tables), func(t string) bool { return t == tModels })
+	if err := s.refresh(ctx, searched...); err != nil {
 		return err
 	}
-	for _, t := range []string{tAliases, tVerTag, tVersions, tModelTag, tModels} {
-		if _, err := s.exec(ctx, "delete registered model", `DELETE FROM `+t+` WHERE name = $1`, name); err != nil {
+	for _, t := range tables {
+		if _, err := s.exec(ctx, what, `DELETE FROM `+t+` WHERE name = $1`, name); err != nil {
 			return err
 		}
 	}
-	return s.refresh(ctx, tAliases, tVerTag, tVersions, tModelTag, tModels)
+	return s.refresh(ctx, tables...)
+}
+
+// claimModel inserts the registered_models row without ON CONFLICT: the
+// primary key makes the insert the claim on the name. A taken name is
+// ECONFLICT with nothing written.
+func (s *Store) claimModel(ctx context.Context, what, name string, created, updated int64, description any) error {
+	n, err := s.exec(ctx, what,
+		`INSERT INTO registered_models (name, creation_time, last_updated_time, description) VALUES ($1, $2, $3, $4)`,
+		name, created, updated, description)
+	if err == nil && n == 0 {
+		err = &forecast.Error{Code: forecast.ECONFLICT, Message: "cratedb " + what + ": already exists"}
+	}
+	if forecast.ErrorCode(err) == forecast.ECONFLICT {
+		return modelExists(name, err)
+	}
+	return err
+}
+
+func modelExists(name string, err error) error {
+	return &forecast.Error{Code: forecast.ECONFLICT, Message: "registered model (name=" + name + ") already exists", Err: err}
 }
 
 // SetModelTag upserts the tag (ON CONFLICT on its primary key).

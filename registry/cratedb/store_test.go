@@ -103,9 +103,14 @@ func modelCases() []opCase {
 		}},
 		{name: "update_model_missing", replies: []*reply{execN("UPDATE registered_models", 0)}, code: forecast.ENOTFOUND,
 			op: func(ctx context.Context, s *Store) (any, error) { return s.UpdateModel(ctx, "m", "x") }},
-		{name: "rename_model", code: forecast.EINVALID, op: func(ctx context.Context, s *Store) (any, error) {
-			return s.RenameModel(ctx, "m", "n")
-		}},
+		{name: "rename_model", replies: []*reply{rows(selModel, modelRowOf("m")), rows(selModel, modelRowOf("n"))},
+			op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
+		{name: "rename_model_onto_existing", replies: []*reply{rows(selModel, modelRowOf("m")), fail("INSERT INTO registered_models", duplicate())},
+			code: forecast.ECONFLICT, op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
+		{name: "rename_model_missing_onto_existing", replies: []*reply{rows(selModel), rows(selModel, modelRowOf("n"))},
+			code: forecast.ECONFLICT, op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
+		{name: "rename_model_missing", code: forecast.ENOTFOUND,
+			op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
 		{name: "delete_model", replies: []*reply{rows(selModel, modelRowOf("m"))}, op: func(ctx context.Context, s *Store) (any, error) {
 			return nil, s.DeleteModel(ctx, "m")
 		}},
