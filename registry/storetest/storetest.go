@@ -51,7 +51,7 @@ import (
 // Options describe what a backend cannot do.
 type Options struct {
 	// NoRename: the backend refuses RenameModel with EINVALID and changes
-	// nothing (CrateDB cannot update a primary-key column).
+	// nothing (for a backend that cannot move rows to a new key).
 	NoRename bool
 	// Except names subtests not to run, each with the reason (e.g. a remote
 	// MLflow server that behaves differently on purpose). The reasons are
