@@ -419,3 +419,10 @@ func (c *CrateDB) dropSchema(schema string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Pid is the server's process id.
+func (c *CrateDB) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc.Pid()
+}
