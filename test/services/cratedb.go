@@ -313,10 +313,6 @@ func (c *CrateDB) launch() (*Proc, error) {
 	cmd.Env = append(os.Environ(),
 		"CRATE_HEAP_SIZE=512m",
 		"CRATE_DISABLE_GC_LOGGING=1",
-		// Netty's native epoll transport failed every bind with "Address
-		// already in use" on free ports under a sandboxed kernel (gVisor);
-		// the NIO transport works everywhere.
-		"CRATE_JAVA_OPTS=-Dio.netty.transport.noNative=true",
 	)
 	return startProc("cratedb", filepath.Join(c.dir, fmt.Sprintf("crate-%d.log", c.runs)), cmd, syscall.SIGKILL, c.cred)
 }
