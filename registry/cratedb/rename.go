@@ -22,9 +22,10 @@ var renameCopies = []struct{ table, sql string }{
 // key, and the name is part of every registry table's, so the rows are
 // copied under the new name, then the old ones deleted:
 //
-//  1. the old model is read by primary key. When it is missing, newName
-//     taken is ECONFLICT, else ENOTFOUND (the order MLflow and the
-//     PostgreSQL store answer in);
+//  1. the old model is read by primary key: ENOTFOUND when it is missing,
+//     whether or not newName is taken (MLflow and the PostgreSQL store
+//     answer so too). Renaming a model to its own name only bumps the
+//     times, as there;
 //  2. the new registered_models row is inserted without ON CONFLICT, with
 //     the old creation time and description: the claim on newName, a
 //     duplicate key is ECONFLICT with nothing written;
@@ -57,17 +58,12 @@ func (s *Store) RenameModel(ctx context.Context, name, newName string) (registry
 		return registry.RegisteredModel{}, err
 	}
 	if !ok {
-		if _, taken, err := s.modelByName(ctx, newName); err != nil {
-			return registry.RegisteredModel{}, err
-		} else if taken {
-			return registry.RegisteredModel{}, modelExists(newName, nil)
-		}
 		return registry.RegisteredModel{}, modelNotFound(name)
 	}
-	if newName == name {
-		return registry.RegisteredModel{}, modelExists(newName, nil)
-	}
 	now := s.millis()
+	if newName == name {
+		return s.touchModel(ctx, what, name, now)
+	}
 	if err := s.claimModel(ctx, what, newName, num(old.created), now, opt(str(old.description))); err != nil {
 		return registry.RegisteredModel{}, err
 	}
@@ -90,4 +86,23 @@ func (s *Store) RenameModel(ctx context.Context, name, newName string) (registry
 		return registry.RegisteredModel{}, err
 	}
 	return s.GetModel(ctx, newName)
+}
+
+// touchModel sets last_updated_time of the model and of all its versions
+// to now, what a rename to the same name does in MLflow, and returns the
+// model.
+func (s *Store) touchModel(ctx context.Context, what, name string, now int64) (registry.RegisteredModel, error) {
+	if _, err := s.exec(ctx, what, `UPDATE registered_models SET last_updated_time = $1 WHERE name = $2`, now, name); err != nil {
+		return registry.RegisteredModel{}, err
+	}
+	if err := s.refresh(ctx, tVersions); err != nil {
+		return registry.RegisteredModel{}, err
+	}
+	if _, err := s.exec(ctx, what, `UPDATE model_versions SET last_updated_time = $1 WHERE name = $2`, now, name); err != nil {
+		return registry.RegisteredModel{}, err
+	}
+	if err := s.refresh(ctx, tModels, tVersions); err != nil {
+		return registry.RegisteredModel{}, err
+	}
+	return s.GetModel(ctx, name)
 }

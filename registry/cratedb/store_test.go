@@ -107,8 +107,8 @@ func modelCases() []opCase {
 			op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
 		{name: "rename_model_onto_existing", replies: []*reply{rows(selModel, modelRowOf("m")), fail("INSERT INTO registered_models", duplicate())},
 			code: forecast.ECONFLICT, op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
-		{name: "rename_model_missing_onto_existing", replies: []*reply{rows(selModel), rows(selModel, modelRowOf("n"))},
-			code: forecast.ECONFLICT, op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
+		{name: "rename_model_to_itself", replies: []*reply{rows(selModel, modelRowOf("m")), rows(selModel, modelRowOf("m"))},
+			op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "m") }},
 		{name: "rename_model_missing", code: forecast.ENOTFOUND,
 			op: func(ctx context.Context, s *Store) (any, error) { return s.RenameModel(ctx, "m", "n") }},
 		{name: "delete_model", replies: []*reply{rows(selModel, modelRowOf("m"))}, op: func(ctx context.Context, s *Store) (any, error) {
