@@ -63,7 +63,8 @@ func (w *Webhook) handle(c echo.Context) error {
 
 // DecodeReview parses an AdmissionReview v1 and checks its envelope:
 // apiVersion admission.k8s.io/v1, kind AdmissionReview, a request with a
-// uid. Errors are EINVALID naming the field ("body" for malformed JSON).
+// uid, a kind and an operation (the API server always sends them). Errors
+// are EINVALID naming the field ("body" for malformed JSON).
 func DecodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, forecast.FieldErrorf(forecast.EINVALID, "body", "empty request body: want an AdmissionReview (admission.k8s.io/v1)")
@@ -88,6 +89,10 @@ func DecodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 		return nil, forecast.FieldErrorf(forecast.EINVALID, "request", "the AdmissionReview has no request")
 	case rv.Request.UID == "":
 		return nil, forecast.FieldErrorf(forecast.EINVALID, "request.uid", "the AdmissionReview's request has no uid")
+	case rv.Request.Kind.Kind == "":
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "request.kind", "the AdmissionReview's request has no kind")
+	case rv.Request.Operation == "":
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "request.operation", "the AdmissionReview's request has no operation")
 	}
 	return &rv, nil
 }

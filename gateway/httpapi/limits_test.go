@@ -18,13 +18,14 @@ import (
 // routes that read none (a body sent to them is never buffered). A route
 // added without an entry fails TestEveryRouteHasABodyLimit.
 var bodyLimits = map[string]int{
-	"POST /v1/schedule": MaxBodyBytes,
-	"GET /v1/forecast":  0,
-	"GET /v1/zones":     0,
-	"GET /healthz":      0,
-	"GET /readyz":       0,
-	"GET /metrics":      0,
-	"GET /openapi.json": 0,
+	"POST /v1/schedule":      MaxBodyBytes,
+	"GET /v1/forecast":       0,
+	"GET /v1/zones":          0,
+	"GET /v1/instance-types": 0,
+	"GET /healthz":           0,
+	"GET /readyz":            0,
+	"GET /metrics":           0,
+	"GET /openapi.json":      0,
 }
 
 func TestEveryRouteHasABodyLimit(t *testing.T) {
@@ -60,6 +61,7 @@ func TestBodyLimitPerRoute(t *testing.T) {
 		{"schedule far over the limit, chunked", "POST /v1/schedule", padded(8 << 20), true, 413},
 		{"forecast ignores a body", "GET /v1/forecast", padded(1 << 20), true, 200},
 		{"zones ignores a body", "GET /v1/zones", padded(1 << 20), false, 200},
+		{"instance types ignore a body", "GET /v1/instance-types", padded(1 << 20), true, 200},
 		{"healthz ignores a body", "GET /healthz", padded(1 << 20), true, 200},
 		{"readyz ignores a body", "GET /readyz", padded(1 << 20), false, 200},
 		{"metrics ignores a body", "GET /metrics", padded(1 << 20), true, 200},
@@ -69,8 +71,11 @@ func TestBodyLimitPerRoute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			method, path, _ := strings.Cut(tt.route, " ")
-			if path == "/v1/forecast" {
+			switch path {
+			case "/v1/forecast":
 				path += "?zone=DE"
+			case "/v1/instance-types":
+				path += "?provider=aws&min_cpu=2&min_ram=8"
 			}
 			var body io.Reader = bytes.NewReader(tt.body)
 			if tt.hideLength {

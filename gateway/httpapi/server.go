@@ -213,6 +213,7 @@ func New(cfg Config) (*Server, error) {
 	e.POST("/v1/schedule", s.schedule)
 	e.GET("/v1/forecast", s.forecast)
 	e.GET("/v1/zones", s.zones)
+	e.GET("/v1/instance-types", s.instanceTypes)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{})))

@@ -293,6 +293,9 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"POST", "/v1/schedule", `{"zones":["DE"],"bogus":1}`, "ErrorResponse", 400},
 		{"GET", "/v1/forecast?zone=SE&signal=direct", "", "ForecastResponse", 200},
 		{"GET", "/v1/zones", "", "ZonesResponse", 200},
+		{"GET", "/v1/instance-types?provider=azure&min_cpu=2&min_ram=16Gi", "", "InstanceTypesResponse", 200},
+		{"GET", "/v1/instance-types?provider=aws&min_cpu=4&min_ram=8&gpu=true&alternatives=0", "", "InstanceTypesResponse", 200},
+		{"GET", "/v1/instance-types?provider=aws&min_cpu=60000&min_ram=1", "", "ErrorResponse", 422},
 		{"GET", "/healthz", "", "Status", 200},
 		{"GET", "/readyz", "", "Status", 200},
 	}
