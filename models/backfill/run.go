@@ -226,6 +226,12 @@ func (cfg *Config) execute(ctx context.Context, batches []batch, res *Result, lo
 	for range cmp.Or(cfg.Workers, 2) {
 		wg.Go(func() {
 			for b := range jobs {
+				if wctx.Err() != nil {
+					// Stopped: the producer's select may still hand
+					// out a batch; it is counted as failed below,
+					// never sent to the model.
+					continue
+				}
 				w, err := cfg.call(wctx, b, log)
 				if err != nil {
 					fail(b, err)
