@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 var update = flag.Bool("update", false, "rewrite the data files")
@@ -13,20 +15,11 @@ var update = flag.Bool("update", false, "rewrite the data files")
 // TestDataFilesUpToDate regenerates the data files from the pinned tarballs
 // and compares them with the committed ones. make test fetches the tarballs
 // (test/setup/ccf.sh) and passes their directory in CARBONGATE_CCF; without
-// it the default cache is tried, and the test is skipped when the tarballs
-// are not there (a plain go test stays offline).
+// it the test runs that script itself, and fails if it cannot.
 func TestDataFilesUpToDate(t *testing.T) {
 	dir := os.Getenv("CARBONGATE_CCF")
 	if dir == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		dir = filepath.Join(base, "carbongate", "ccf")
-		if _, err := os.Stat(filepath.Join(dir, pinCore.tarball())); err != nil {
-			t.Skipf("no cached tarballs in %s: run test/setup/ccf.sh (make test does)", dir)
-		}
+		dir = services.Setup(t, "ccf.sh")
 	}
 	files, err := render(dir)
 	if err != nil {
