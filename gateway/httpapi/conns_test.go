@@ -110,19 +110,13 @@ func TestConnLimitEvictsSilentFirst(t *testing.T) {
 	kept, bk := dial(t, addr)
 	request(t, kept, bk, "/")
 	waitIdle(t, lim, 1)
+	// The keep-alive one, idle for ten times as long as the silent ones are
+	// old, goes first.
+	time.Sleep(time.Second)
 	silent1, b1 := dial(t, addr)
 	silent2, _ := dial(t, addr)
 	defer silent2.Close()
 	waitFor(t, func() bool { return lim.openConns() == 3 })
-	// The keep-alive one, idle for ten times as long as the silent ones are
-	// old, goes first.
-	time.Sleep(time.Second)
-	silent1.Close()
-	silent2.Close()
-	silent1, b1 = dial(t, addr)
-	silent2, _ = dial(t, addr)
-	defer silent2.Close()
-	time.Sleep(10 * time.Millisecond)
 	c, b := dial(t, addr)
 	if resp, _ := request(t, c, b, "/"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("new client with young silent connections: %d, want 200", resp.StatusCode)
