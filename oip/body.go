@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // BodyBudget bounds the bytes of request bodies a server holds while it
@@ -85,4 +87,17 @@ func ReadBody(r io.Reader, length, limit int64, b *BodyBudget, buf []byte) (body
 			return buf, held, err
 		}
 	}
+}
+
+// LateBody reports whether err, from ReadBody, is a body still arriving
+// when the connection's read deadline passed. If so it prepares w for the
+// answer: by then the write deadline may have passed too, so the answer
+// gets a second of its own, and the connection is closed after it.
+func LateBody(w http.ResponseWriter, err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Second))
+	w.Header().Set("Connection", "close")
+	return true
 }

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -145,11 +143,7 @@ func (s *Server) bodyError(c echo.Context, rt Route, err error, body []byte) err
 	case errors.As(err, &mbe):
 		h.Set(echo.HeaderConnection, "close")
 		return tooLarge(rt.MaxBody)
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		// The read deadline has passed and so, by now, may the write
-		// deadline: give the answer a moment of its own.
-		_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(time.Second))
-		h.Set(echo.HeaderConnection, "close")
+	case oip.LateBody(c.Response(), err):
 		return &httpError{status: http.StatusRequestTimeout, code: "timeout",
 			message: fmt.Sprintf("the request body did not arrive in time: %d of %s bytes", got, declared(req.ContentLength))}
 	default:

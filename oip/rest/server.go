@@ -7,10 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/oip"
@@ -384,11 +382,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, m, v string, 
 	case errors.Is(err, oip.ErrBodyBudget):
 		return nil, nil, held, &forecast.Error{Code: forecast.EUNAVAILABLE, Err: oip.ErrOverloaded,
 			Message: "overloaded: " + strconv.FormatInt(h.budget.Size(), 10) + " bytes of request bodies being read; retry after " + strconv.Itoa(oip.RetryAfterSeconds) + " s"}
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		// The read deadline has passed and so, by now, may the write
-		// deadline: give the answer a moment of its own.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Second))
-		w.Header().Set("Connection", "close")
+	case oip.LateBody(w, err):
 		return nil, nil, held, &forecast.Error{Code: forecast.EINVALID, Err: errBodyTimeout,
 			Message: "the request body did not arrive in time: " + strconv.Itoa(len(body)) + " of " + strconv.FormatInt(r.ContentLength, 10) + " bytes"}
 	}
