@@ -175,7 +175,11 @@ func (g *Gate) Cap() int { return cap(g.slots) }
 
 // Overloaded returns the EUNAVAILABLE error of a request shed by g, with
 // ErrOverloaded in its chain.
-func (g *Gate) Overloaded() error {
+func (g *Gate) Overloaded() error { return Overloaded(int64(g.Cap()), "infer requests in flight") }
+
+// Overloaded returns the EUNAVAILABLE error of a request shed because limit
+// of what were taken, with ErrOverloaded in its chain.
+func Overloaded(limit int64, what string) error {
 	return &forecast.Error{Code: forecast.EUNAVAILABLE, Err: ErrOverloaded,
-		Message: "overloaded: " + strconv.Itoa(g.Cap()) + " infer requests in flight; retry after " + strconv.Itoa(RetryAfterSeconds) + " s"}
+		Message: "overloaded: " + strconv.FormatInt(limit, 10) + " " + what + "; retry after " + strconv.Itoa(RetryAfterSeconds) + " s"}
 }

@@ -380,8 +380,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, m, v string, 
 	case errors.As(err, &mbe):
 		return nil, nil, held, tooLarge(limit, m)
 	case errors.Is(err, oip.ErrBodyBudget):
-		return nil, nil, held, &forecast.Error{Code: forecast.EUNAVAILABLE, Err: oip.ErrOverloaded,
-			Message: "overloaded: " + strconv.FormatInt(h.budget.Size(), 10) + " bytes of request bodies being read; retry after " + strconv.Itoa(oip.RetryAfterSeconds) + " s"}
+		return nil, nil, held, oip.Overloaded(h.budget.Size(), "bytes of request bodies being read")
 	case oip.LateBody(w, err):
 		return nil, nil, held, &forecast.Error{Code: forecast.EINVALID, Err: errBodyTimeout,
 			Message: "the request body did not arrive in time: " + strconv.Itoa(len(body)) + " of " + strconv.FormatInt(r.ContentLength, 10) + " bytes"}
