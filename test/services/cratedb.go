@@ -47,10 +47,9 @@ type CrateDB struct {
 	lock *os.File            // held while the server runs
 	cred *syscall.Credential // the unprivileged user when root
 
-	mu     sync.Mutex
-	proc   *Proc
-	runs   int
-	schema int
+	server     // the current process
+	runs   int // under mu
+	schema int // under mu
 }
 
 var sharedCrate struct {
@@ -338,23 +337,6 @@ func (c *CrateDB) ready(ctx context.Context) error {
 func (c *CrateDB) URL(schema string) string {
 	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", crateUser,
 		net.JoinHostPort(c.Host, strconv.Itoa(c.PSQLPort)), schema)
-}
-
-// Log returns the server's log.
-func (c *CrateDB) Log() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.proc == nil {
-		return ""
-	}
-	return c.proc.Log()
-}
-
-// Running reports whether the server process is up.
-func (c *CrateDB) Running() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.proc != nil && !c.proc.Exited()
 }
 
 // Schema returns the URL of an empty schema of tb's own, named after the

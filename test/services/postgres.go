@@ -49,10 +49,9 @@ type Postgres struct {
 	lock   *os.File
 	cred   *syscall.Credential // the postgres OS user when running as root
 
-	mu    sync.Mutex
-	proc  *Proc
-	runs  int
-	dbSeq int
+	server     // the current process
+	runs   int // under mu
+	dbSeq  int // under mu
 }
 
 // shared is the one server per test binary that StartPostgres hands out.
@@ -325,21 +324,28 @@ func (p *Postgres) URL(db string) string {
 		net.JoinHostPort(p.Host, strconv.Itoa(p.Port)), db)
 }
 
+// server holds a database server's current process, which restarts
+// replace; mu also guards the fields of the server type embedding it.
+type server struct {
+	mu   sync.Mutex
+	proc *Proc
+}
+
 // Running reports whether the server process is up.
-func (p *Postgres) Running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.proc != nil && !p.proc.Exited()
+func (s *server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && !s.proc.Exited()
 }
 
 // Log returns the current server process's log.
-func (p *Postgres) Log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.proc == nil {
+func (s *server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
 		return ""
 	}
-	return p.proc.Log()
+	return s.proc.Log()
 }
 
 func (p *Postgres) logTail(n int) string {
