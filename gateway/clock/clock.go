@@ -33,13 +33,14 @@ func (System) Now() time.Time { return time.Now().UTC() }
 // Mode returns ModeSystem.
 func (System) Mode() string { return ModeSystem }
 
-// Replay runs at wall speed from Start: Now = Start + (wall() − wall at
-// construction). The wall reading keeps Go's monotonic clock, so a jump of
-// the system clock does not move the replay.
+// Replay runs from Start at Speed times wall speed: Now = Start + Speed ×
+// (wall() − wall at construction). The wall reading keeps Go's monotonic
+// clock, so a jump of the system clock does not move the replay.
 type Replay struct {
 	start time.Time
 	wall0 time.Time
 	wall  func() time.Time
+	speed float64
 }
 
 var _ Clock = (*Replay)(nil)
@@ -53,17 +54,48 @@ func NewReplay(start time.Time, wall func() time.Time) (*Replay, error) {
 	if wall == nil {
 		wall = time.Now
 	}
-	return &Replay{start: start.UTC(), wall0: wall(), wall: wall}, nil
+	return &Replay{start: start.UTC(), wall0: wall(), wall: wall, speed: 1}, nil
+}
+
+// MaxSpeed bounds a replay's speed factor: a day in a second.
+const MaxSpeed = 86400
+
+// WithSpeed returns a replay clock that reads the same now and then runs
+// speed times as fast as the wall clock (1: wall speed), so that a demo
+// shows hours of scheduling within a minute. speed must be in [1, MaxSpeed].
+func (r *Replay) WithSpeed(speed float64) (*Replay, error) {
+	if !(speed >= 1 && speed <= MaxSpeed) {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "replay_speed", "replay speed must be between 1 and %d, got %v", MaxSpeed, speed)
+	}
+	w := r.wall()
+	return &Replay{start: r.at(w), wall0: w, wall: r.wall, speed: speed}, nil
 }
 
 // Now returns the replayed time.
-func (r *Replay) Now() time.Time { return r.start.Add(r.wall().Sub(r.wall0)) }
+func (r *Replay) Now() time.Time { return r.at(r.wall()) }
+
+func (r *Replay) at(wall time.Time) time.Time {
+	return r.start.Add(time.Duration(float64(wall.Sub(r.wall0)) * r.speed))
+}
+
+// Speed returns how many times as fast as the wall clock the replay runs.
+func (r *Replay) Speed() float64 { return r.speed }
 
 // Mode returns ModeReplay.
 func (r *Replay) Mode() string { return ModeReplay }
 
 // Start returns the instant the replay started at.
 func (r *Replay) Start() time.Time { return r.start }
+
+// Wall converts a span of c's time into wall-clock time: d itself, or
+// d / Speed on a faster replay. Timers that wait for an instant of c's
+// time (the controller's release of a held workload) wait this long.
+func Wall(c Clock, d time.Duration) time.Duration {
+	if r, ok := c.(*Replay); ok && r.speed > 1 {
+		return time.Duration(float64(d) / r.speed)
+	}
+	return d
+}
 
 // Parse returns the clock named by mode: "system", or "replay" starting at
 // replayStart. Unknown modes are EINVALID naming the "clock" field.

@@ -57,3 +57,36 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+func TestReplayWithSpeed(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	start := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	r, err := NewReplay(start, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	fast, err := r.WithSpeed(360)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fast.Now(), start.Add(time.Minute); !got.Equal(want) {
+		t.Fatalf("at the switch Now=%v, want %v (the same instant as before)", got, want)
+	}
+	now = now.Add(10 * time.Second)
+	if got, want := fast.Now(), start.Add(time.Minute+time.Hour); !got.Equal(want) {
+		t.Fatalf("10 s later at 360x Now=%v, want %v", got, want)
+	}
+	if got, want := Wall(fast, time.Hour), 10*time.Second; got != want {
+		t.Fatalf("Wall(1h)=%v, want %v", got, want)
+	}
+	if got, want := Wall(System{}, time.Hour), time.Hour; got != want {
+		t.Fatalf("Wall(system, 1h)=%v, want %v", got, want)
+	}
+	for _, bad := range []float64{0, 0.5, -1, MaxSpeed + 1} {
+		if _, err := r.WithSpeed(bad); err == nil {
+			t.Errorf("WithSpeed(%v): no error", bad)
+		}
+	}
+}
