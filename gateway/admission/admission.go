@@ -1,5 +1,8 @@
 // Package admission is carbongate's Kubernetes mutating admission webhook
-// for VmTemplates (carbongate.io/v1alpha1): on CREATE, and on UPDATE of a
+// for VmTemplates (carbongate.io/v1alpha1) and, with a Cluster, for the
+// batch/v1 Jobs and bare Pods that opted in to being held until their
+// decided time and place (see package hold and workload.go). For a
+// VmTemplate, on CREATE, and on UPDATE of a
 // template not yet scheduled, it filters the provider's regions by latency
 // from spec.originRegion, residency and grid zone, asks the gateway
 // service in process where and when the job should run, and patches
@@ -23,6 +26,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,7 +85,10 @@ type Config struct {
 	// without a verified TLS client certificate. The TLS layer verifies
 	// it against the client CA (tls.VerifyClientCertIfGiven).
 	RequireClientCert bool
-	Logger            *slog.Logger // nil: discard
+	// Workloads holds batch/v1 Jobs and bare Pods that opted in (package
+	// hold); without its Cluster they are admitted unchanged.
+	Workloads Workloads
+	Logger    *slog.Logger // nil: discard
 }
 
 // Webhook decides AdmissionReviews. Safe for concurrent use.
@@ -105,6 +112,13 @@ func New(cfg Config) (*Webhook, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if wc := &cfg.Workloads; wc.Cluster != nil {
+		if wc.Now == nil || wc.Duration < 0 || wc.MaxDelay < 0 {
+			return nil, forecast.Errorf(forecast.EINVALID, "admission: Workloads needs Now, and Duration and MaxDelay must not be negative")
+		}
+		wc.Duration = cmp.Or(wc.Duration, DefaultWorkloadDuration)
+		wc.MaxDelay = cmp.Or(wc.MaxDelay, DefaultMaxDelay)
 	}
 	return &Webhook{cfg: cfg}, nil
 }
@@ -132,9 +146,17 @@ func (w *Webhook) Admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 
 // decide decides req, asking sched where and when.
 func (w *Webhook) decide(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
-	if req.Kind.Group != Group || req.Kind.Kind != Kind {
-		return allow()
+	switch {
+	case req.Kind.Group == Group && req.Kind.Kind == Kind:
+		return w.decideTemplate(ctx, req, requestID, sched)
+	case req.Kind.Group == "batch" && req.Kind.Kind == "Job", req.Kind.Group == "" && req.Kind.Kind == "Pod":
+		return w.decideWorkload(ctx, req, requestID, sched)
 	}
+	return allow()
+}
+
+// decideTemplate decides a VmTemplate.
+func (w *Webhook) decideTemplate(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return allow()
 	}

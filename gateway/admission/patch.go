@@ -57,10 +57,18 @@ func scheduledPatch(obj object, s spec, region string, d gateway.Decision, reque
 	if !s.ProviderGiven {
 		ops = append(ops, add("/spec/provider", s.Provider))
 	}
-	start := stamp(d.Decision.Start)
-	ops = append(ops, add("/spec/schedulingRegion", region), add("/spec/schedulingTime", start))
+	ops = append(ops, add("/spec/schedulingRegion", region), add("/spec/schedulingTime", stamp(d.Decision.Start)))
+	p, err := provenanceJSON(region, d, requestID)
+	if err != nil {
+		return nil, err
+	}
+	return annotate(ops, obj, AnnotationProvenance, p), nil
+}
+
+// provenanceJSON is the provenance annotation of decision d in region.
+func provenanceJSON(region string, d gateway.Decision, requestID string) (string, error) {
 	p := provenance{
-		Zone: string(d.Decision.Zone), Region: region, Start: start, End: stamp(d.Decision.End),
+		Zone: string(d.Decision.Zone), Region: region, Start: stamp(d.Decision.Start), End: stamp(d.Decision.End),
 		MeanIntensity: d.Decision.Mean, SavingsPct: d.SavingsPct, RequestID: requestID,
 		Sources: make(map[string]string, len(d.Provenance)),
 	}
@@ -68,10 +76,7 @@ func scheduledPatch(obj object, s spec, region string, d gateway.Decision, reque
 		p.Sources[string(z)] = string(pv.Source)
 	}
 	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	return annotate(ops, obj, AnnotationProvenance, string(b)), nil
+	return string(b), err
 }
 
 // restore returns the patch of an UPDATE to the scheduled template old:

@@ -1,0 +1,330 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// Defaults of Workloads.
+const (
+	DefaultWorkloadDuration = time.Hour
+	DefaultMaxDelay         = 24 * time.Hour
+)
+
+// Cluster is what the webhook reads of the cluster to hold Jobs and Pods:
+// an informer cache in production.
+type Cluster interface {
+	// NodeRegions returns the distinct values of the nodes' region label
+	// (hold.RegionLabel), sorted.
+	NodeRegions() []string
+	// Namespace returns a namespace's labels and annotations, ok false
+	// when it is not known.
+	Namespace(name string) (labels, annotations map[string]string, ok bool)
+}
+
+// Workloads configures the holding of batch/v1 Jobs and bare Pods (see
+// package hold). Without a Cluster they are admitted unchanged.
+type Workloads struct {
+	Cluster Cluster
+	// Provider is the cloud provider whose region names the nodes carry;
+	// "": the first provider (in opabundle.Providers order) that has the
+	// name.
+	Provider string
+	// Region is the cluster's own region, the only candidate when no node
+	// carries a region label; "": such workloads are admitted unheld.
+	Region string
+	// Duration is the run time of a workload that states none; default
+	// DefaultWorkloadDuration.
+	Duration time.Duration
+	// MaxDelay bounds the wait of a workload without a deadline in a
+	// namespace without hold.AnnotationMaxDelay; default DefaultMaxDelay.
+	MaxDelay time.Duration
+	// Now is the gateway's clock; required with Cluster.
+	Now func() time.Time
+}
+
+// workload is a Job or a bare Pod under admission: its metadata and the
+// pod spec the decision pins.
+type workload struct {
+	meta     *metav1.ObjectMeta
+	pod      *corev1.PodSpec
+	obj      any           // *batchv1.Job or *corev1.Pod, re-encoded for the patch
+	hold     func()        // suspends the Job or gates the Pod
+	eligible func() string // "" or why the object is not held
+	runFor   *int64        // spec.activeDeadlineSeconds
+}
+
+// decideWorkload holds a Job or bare Pod that opted in (see package hold).
+// Anything carbongate cannot decide (no candidate region, the gateway
+// unavailable) admits the workload unheld with the unscheduled annotation:
+// carbongate never blocks a Job; an invalid or infeasible request is
+// denied with 400, naming the annotation.
+func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
+	wc := w.cfg.Workloads
+	if wc.Cluster == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return allow()
+	}
+	wl, err := decodeWorkload(req.Kind.Kind, req.Object.Raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
+	}
+	if req.Operation == admissionv1.Update {
+		return w.keepDecision(req, wl)
+	}
+	nsLabels, nsAnnotations, _ := wc.Cluster.Namespace(req.Namespace)
+	_, annotated := wl.meta.Annotations[hold.AnnotationDeadline]
+	if !annotated && nsLabels[hold.NamespaceLabel] != hold.NamespaceEnabled {
+		return allow()
+	}
+	if why := wl.eligible(); why != "" {
+		return allow()
+	}
+	now := wc.Now().UTC()
+	dur, deadline, bad := w.workloadWindow(wl, nsAnnotations, now)
+	if bad != "" {
+		return deny(400, "%s", bad)
+	}
+	zones, reps, regions := w.workloadCandidates()
+	if len(zones) == 0 {
+		return w.unheld(req.Object.Raw, wl, "no candidate region: no node carries the label "+hold.RegionLabel+" with a region of a grid zone, and no cluster region is configured")
+	}
+	durText, deadlineText := dur.String(), deadline.Format(time.RFC3339)
+	d, err := w.schedule(ctx, sched, zones, spec{Duration: durText, Deadline: deadlineText})
+	if err != nil {
+		if userFault(err) {
+			return deny(400, "%s", forecast.ErrorMessage(err))
+		}
+		return w.unheld(req.Object.Raw, wl, w.failed(err, object{}).message)
+	}
+	region := reps[d.Decision.Zone]
+	dec := hold.Decision{Region: region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: deadline.Add(-dur)}
+	prov, err := provenanceJSON(region, d, requestID)
+	if err != nil {
+		return w.unheld(req.Object.Raw, wl, "encoding the provenance: "+err.Error())
+	}
+	setLabel(wl.meta, hold.Label, hold.Held)
+	for k, v := range dec.Annotations() {
+		setAnnotation(wl.meta, k, v)
+	}
+	setAnnotation(wl.meta, AnnotationProvenance, prov)
+	if d.SavingsPct != nil {
+		setAnnotation(wl.meta, hold.AnnotationSavingsPct, strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64))
+	}
+	if len(regions) > 1 && region != "" {
+		pin(wl.pod, region)
+	}
+	wl.hold()
+	return patched(req.Object.Raw, wl.obj)
+}
+
+// decodeWorkload reads a Job or a Pod.
+func decodeWorkload(kind string, raw []byte) (workload, error) {
+	switch kind {
+	case "Job":
+		var j batchv1.Job
+		if err := json.Unmarshal(raw, &j); err != nil {
+			return workload{}, fmt.Errorf("not a batch/v1 Job: %v", err)
+		}
+		return workload{meta: &j.ObjectMeta, pod: &j.Spec.Template.Spec, obj: &j, runFor: j.Spec.ActiveDeadlineSeconds,
+			hold: func() { j.Spec.Suspend = new(true) },
+			eligible: func() string {
+				if j.Spec.Suspend != nil && *j.Spec.Suspend {
+					return "created suspended: its creator releases it"
+				}
+				return ""
+			}}, nil
+	case "Pod":
+		var p corev1.Pod
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return workload{}, fmt.Errorf("not a v1 Pod: %v", err)
+		}
+		return workload{meta: &p.ObjectMeta, pod: &p.Spec, obj: &p, runFor: p.Spec.ActiveDeadlineSeconds,
+			hold: func() {
+				p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: hold.Gate})
+			},
+			eligible: func() string {
+				switch {
+				case metav1.GetControllerOf(&p) != nil:
+					return "owned by a controller (its Job or workload is held instead)"
+				case p.Spec.NodeName != "":
+					return "already bound to a node"
+				}
+				return ""
+			}}, nil
+	}
+	return workload{}, fmt.Errorf("kind %s is not held", kind)
+}
+
+// workloadWindow returns how long wl runs and by when it must finish, or
+// a message naming the bad annotation.
+func (w *Webhook) workloadWindow(wl workload, nsAnnotations map[string]string, now time.Time) (time.Duration, time.Time, string) {
+	wc := w.cfg.Workloads
+	dur := wc.Duration
+	if v, ok := wl.meta.Annotations[hold.AnnotationDuration]; ok {
+		d, err := gateway.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %q is not a positive ISO 8601 (PT3H) or Go (3h) duration", hold.AnnotationDuration, v)
+		}
+		dur = d
+	} else if wl.runFor != nil && *wl.runFor > 0 {
+		dur = time.Duration(*wl.runFor) * time.Second
+	}
+	if v, ok := wl.meta.Annotations[hold.AnnotationDeadline]; ok {
+		t, err := time.Parse(time.RFC3339, v)
+		switch {
+		case err != nil:
+			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %q is not an RFC 3339 time like 2021-06-03T00:00:00Z", hold.AnnotationDeadline, v)
+		case t.Before(now.Add(dur)):
+			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %s is sooner than now (%s) plus the duration %v", hold.AnnotationDeadline, v, now.Format(time.RFC3339), dur)
+		}
+		return dur, t.UTC(), ""
+	}
+	delay := wc.MaxDelay
+	if v, ok := nsAnnotations[hold.AnnotationMaxDelay]; ok {
+		if d, err := gateway.ParseDuration(v); err == nil && d >= 0 {
+			delay = d
+		}
+	}
+	return dur, now.Add(delay + dur), ""
+}
+
+// workloadCandidates returns the zones the cluster's regions lie in, each
+// zone's representative region (the first by name), and the regions.
+func (w *Webhook) workloadCandidates() ([]forecast.Zone, map[forecast.Zone]string, []string) {
+	wc := w.cfg.Workloads
+	names := wc.Cluster.NodeRegions()
+	if len(names) == 0 && wc.Region != "" {
+		names = []string{wc.Region}
+	}
+	reps := map[forecast.Zone]string{}
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		if z := w.zoneOf(name); z != "" {
+			if _, ok := reps[z]; !ok {
+				reps[z] = name
+			}
+		}
+	}
+	zones := slices.Sorted(maps.Keys(reps))
+	return zones, reps, names
+}
+
+// zoneOf returns the grid zone of a region name of the cluster's provider.
+func (w *Webhook) zoneOf(name string) forecast.Zone {
+	providers := opabundle.Providers()
+	if p := w.cfg.Workloads.Provider; p != "" {
+		providers = []string{p}
+	}
+	for _, p := range providers {
+		for _, r := range w.cfg.Data.Regions(p) {
+			if r.Name == name {
+				return r.Zone
+			}
+		}
+	}
+	return ""
+}
+
+// keepDecision admits an UPDATE of a held or released workload with the
+// decision it had (labels and annotations the update dropped are put
+// back); other updates are admitted unchanged.
+func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) outcome {
+	var old metav1.PartialObjectMetadata
+	if json.Unmarshal(req.OldObject.Raw, &old) != nil || old.Labels[hold.Label] == "" {
+		return allow()
+	}
+	changed := false
+	if _, ok := wl.meta.Labels[hold.Label]; !ok {
+		setLabel(wl.meta, hold.Label, old.Labels[hold.Label])
+		changed = true
+	}
+	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, AnnotationProvenance} {
+		if v, ok := old.Annotations[k]; ok {
+			if _, has := wl.meta.Annotations[k]; !has {
+				setAnnotation(wl.meta, k, v)
+				changed = true
+			}
+		}
+	}
+	if !changed { // no patch: a re-encoded object could drop fields this version does not know
+		return allow()
+	}
+	return patched(req.Object.Raw, wl.obj)
+}
+
+// unheld admits wl without holding it, annotated with why.
+func (w *Webhook) unheld(raw []byte, wl workload, why string) outcome {
+	setAnnotation(wl.meta, AnnotationUnscheduled, forecast.Clip(why, maxWarning))
+	o := patched(raw, wl.obj)
+	o.message = why
+	return o
+}
+
+// patched admits raw changed into obj.
+func patched(raw []byte, obj any) outcome {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return deny(500, "encoding the object: %v", err)
+	}
+	ops, err := jsonpatch.CreatePatch(raw, b)
+	if err != nil {
+		return deny(500, "computing the patch: %v", err)
+	}
+	o := allow()
+	for _, p := range ops {
+		o.patch = append(o.patch, op{Op: p.Operation, Path: p.Path, Value: p.Value})
+	}
+	return o
+}
+
+// pin ANDs "node region = region" into the pod spec's required node
+// affinity (into every term: terms are ORed).
+func pin(ps *corev1.PodSpec, region string) {
+	if ps.Affinity == nil {
+		ps.Affinity = &corev1.Affinity{}
+	}
+	if ps.Affinity.NodeAffinity == nil {
+		ps.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := ps.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	sel := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(sel.NodeSelectorTerms) == 0 {
+		sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range sel.NodeSelectorTerms {
+		sel.NodeSelectorTerms[i].MatchExpressions = append(sel.NodeSelectorTerms[i].MatchExpressions,
+			corev1.NodeSelectorRequirement{Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{region}})
+	}
+}
+
+func setLabel(m *metav1.ObjectMeta, k, v string) {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[k] = v
+}
+
+func setAnnotation(m *metav1.ObjectMeta, k, v string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = v
+}

@@ -1,0 +1,254 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// fakeCluster has nodes in regions and namespaces with labels and
+// annotations.
+type fakeCluster struct {
+	regions []string
+	ns      map[string][2]map[string]string // name → labels, annotations
+}
+
+func (f fakeCluster) NodeRegions() []string { return f.regions }
+func (f fakeCluster) Namespace(name string) (map[string]string, map[string]string, bool) {
+	n, ok := f.ns[name]
+	return n[0], n[1], ok
+}
+
+// now is the webhook's clock in these tests: before t0, the fake
+// scheduler's start.
+var now = t0.Add(-2 * time.Hour)
+
+func workloadHook(t testing.TB, s Scheduler, c fakeCluster, region string) *Webhook {
+	t.Helper()
+	w, err := New(Config{Scheduler: s, Data: world(), Workloads: Workloads{Cluster: c, Region: region, Now: func() time.Time { return now }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func optedIn() map[string][2]map[string]string {
+	return map[string][2]map[string]string{
+		"batch": {{hold.NamespaceLabel: hold.NamespaceEnabled}, {hold.AnnotationMaxDelay: "PT6H"}},
+		"web":   {{"team": "web"}, nil},
+	}
+}
+
+func job(ns string, annotations map[string]string, suspend bool) *batchv1.Job {
+	return &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns, Annotations: annotations},
+		Spec: batchv1.JobSpec{Suspend: &suspend, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+	}
+}
+
+func workloadRequest(t testing.TB, op admissionv1.Operation, obj, old runtime.Object) *admissionv1.AdmissionRequest {
+	t.Helper()
+	raw := func(o runtime.Object) []byte {
+		if o == nil {
+			return nil
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return &admissionv1.AdmissionRequest{UID: "uid-1", Kind: metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Namespace: obj.(metav1.Object).GetNamespace(), Operation: op,
+		Object: runtime.RawExtension{Raw: raw(obj)}, OldObject: runtime.RawExtension{Raw: raw(old)}}
+}
+
+// admitInto admits req and decodes the patched object into out; it
+// returns the response.
+func admitInto(t testing.TB, w *Webhook, req *admissionv1.AdmissionRequest, out any) *admissionv1.AdmissionResponse {
+	t.Helper()
+	r := w.Admit(context.Background(), req, "req-1")
+	doc := req.Object.Raw
+	if r.Patch != nil {
+		p, err := jsonpatch.DecodePatch(r.Patch)
+		if err != nil {
+			t.Fatalf("patch %s: %v", r.Patch, err)
+		}
+		if doc, err = p.Apply(doc); err != nil {
+			t.Fatalf("applying %s: %v", r.Patch, err)
+		}
+	}
+	if err := json.Unmarshal(doc, out); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestHoldJob(t *testing.T) {
+	t.Parallel()
+	fs := &fakeScheduler{ranking: []forecast.Zone{"DE"}}
+	w := workloadHook(t, fs, fakeCluster{regions: []string{"westeurope", "germanyn", "germanywc"}, ns: optedIn()}, "")
+	deadline := t0.Add(10 * time.Hour)
+	in := job("web", map[string]string{hold.AnnotationDeadline: deadline.Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}, false)
+	var got batchv1.Job
+	r := admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
+	if !r.Allowed {
+		t.Fatalf("denied: %+v", r.Result)
+	}
+	if got.Spec.Suspend == nil || !*got.Spec.Suspend || got.Labels[hold.Label] != hold.Held {
+		t.Fatalf("suspend=%v labels=%v, want suspended and held", got.Spec.Suspend, got.Labels)
+	}
+	d, err := hold.Parse(got.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := hold.Decision{Region: "germanyn", Zone: "DE", Start: t0, ReleaseBy: deadline.Add(-3 * time.Hour)}
+	if d != want {
+		t.Fatalf("decision %+v, want %+v", d, want)
+	}
+	if got.Annotations[hold.AnnotationSavingsPct] != "12.5" || got.Annotations[AnnotationProvenance] == "" {
+		t.Fatalf("annotations %v: want savings 12.5 and provenance", got.Annotations)
+	}
+	reqs := fs.requests()
+	if len(reqs) != 1 || len(reqs[0].Zones) != 2 || reqs[0].Duration != 3*time.Hour || !reqs[0].Deadline.Equal(deadline) {
+		t.Fatalf("asked %+v, want zones [DE NL], 3h, deadline %v", reqs, deadline)
+	}
+	terms := got.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Values[0] != "germanyn" ||
+		terms[0].MatchExpressions[0].Key != hold.RegionLabel {
+		t.Fatalf("node affinity %+v, want region In [germanyn]", terms)
+	}
+}
+
+func TestHoldJobNamespaceDefaults(t *testing.T) {
+	t.Parallel()
+	fs := &fakeScheduler{}
+	w := workloadHook(t, fs, fakeCluster{ns: optedIn()}, "westeurope")
+	in := job("batch", nil, false)
+	var got batchv1.Job
+	admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
+	d, err := hold.Parse(got.Annotations)
+	if err != nil {
+		t.Fatalf("%v (annotations %v)", err, got.Annotations)
+	}
+	// Namespace max delay PT6H, default duration 1 h: deadline now+7h.
+	if want := now.Add(6 * time.Hour); !d.ReleaseBy.Equal(want) || d.Region != "westeurope" {
+		t.Fatalf("decision %+v, want release-by %v in westeurope", d, want)
+	}
+	if got.Spec.Template.Spec.Affinity != nil {
+		t.Fatalf("one region: affinity %+v, want none", got.Spec.Template.Spec.Affinity)
+	}
+}
+
+func TestWorkloadsLeftAlone(t *testing.T) {
+	t.Parallel()
+	fs := &fakeScheduler{}
+	w := workloadHook(t, fs, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, "")
+	owned := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "batch", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "u", Controller: new(true)}}}}
+	for name, obj := range map[string]runtime.Object{
+		"namespace not opted in": job("web", nil, false),
+		"created suspended":      job("batch", nil, true),
+		"pod of a job":           owned,
+	} {
+		r := w.Admit(context.Background(), workloadRequest(t, admissionv1.Create, obj, nil), "req-1")
+		if !r.Allowed || r.Patch != nil {
+			t.Errorf("%s: allowed=%v patch=%s, want admitted unchanged", name, r.Allowed, r.Patch)
+		}
+	}
+	if n := len(fs.requests()); n != 0 {
+		t.Fatalf("%d scheduling calls, want none", n)
+	}
+	nocluster := newWebhook(t, fs, false, 0)
+	if r := nocluster.Admit(context.Background(), workloadRequest(t, admissionv1.Create, job("batch", nil, false), nil), "r"); !r.Allowed || r.Patch != nil {
+		t.Fatalf("without a cluster: allowed=%v patch=%s, want unchanged", r.Allowed, r.Patch)
+	}
+}
+
+func TestHoldPod(t *testing.T) {
+	t.Parallel()
+	w := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL"}}, fakeCluster{regions: []string{"westeurope", "uksouth"}, ns: optedIn()}, "")
+	in := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "batch"},
+		Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpExists}}},
+			}}}}, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	var got corev1.Pod
+	admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
+	if len(got.Spec.SchedulingGates) != 1 || got.Spec.SchedulingGates[0].Name != hold.Gate || got.Labels[hold.Label] != hold.Held {
+		t.Fatalf("gates %v labels %v, want the hold gate and label", got.Spec.SchedulingGates, got.Labels)
+	}
+	for i, term := range got.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		last := term.MatchExpressions[len(term.MatchExpressions)-1]
+		if len(term.MatchExpressions) != 2 || last.Key != hold.RegionLabel || last.Values[0] != "westeurope" {
+			t.Errorf("term %d: %+v, want its own requirement AND region In [westeurope]", i, term.MatchExpressions)
+		}
+	}
+}
+
+func TestWorkloadBadInput(t *testing.T) {
+	t.Parallel()
+	w := workloadHook(t, &fakeScheduler{}, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, "")
+	for _, tc := range []struct{ annotations map[string]string }{
+		{map[string]string{hold.AnnotationDeadline: "tomorrow"}},
+		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Minute).Format(time.RFC3339)}},
+		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "-PT1H"}},
+		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "soon"}},
+	} {
+		r := w.Admit(context.Background(), workloadRequest(t, admissionv1.Create, job("web", tc.annotations, false), nil), "r")
+		if r.Allowed || r.Result.Code != 400 || !strings.Contains(r.Result.Message, "metadata.annotations[carbongate.io/") {
+			t.Errorf("%v: allowed=%v result=%+v, want 400 naming the annotation", tc.annotations, r.Allowed, r.Result)
+		}
+	}
+}
+
+func TestWorkloadUnheld(t *testing.T) {
+	t.Parallel()
+	down := &fakeScheduler{err: forecast.Errorf(forecast.EUNAVAILABLE, "no forecasts")}
+	for name, w := range map[string]*Webhook{
+		"gateway unavailable": workloadHook(t, down, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, ""),
+		"no region":           workloadHook(t, &fakeScheduler{}, fakeCluster{ns: optedIn()}, ""),
+	} {
+		var got batchv1.Job
+		r := admitInto(t, w, workloadRequest(t, admissionv1.Create, job("batch", nil, false), nil), &got)
+		if !r.Allowed || *got.Spec.Suspend || got.Labels[hold.Label] != "" || got.Annotations[AnnotationUnscheduled] == "" {
+			t.Errorf("%s: allowed=%v suspend=%v labels=%v annotations=%v, want admitted unheld with why", name, r.Allowed, *got.Spec.Suspend, got.Labels, got.Annotations)
+		}
+	}
+}
+
+func TestWorkloadUpdateKeepsDecision(t *testing.T) {
+	t.Parallel()
+	w := workloadHook(t, &fakeScheduler{}, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, "")
+	var held batchv1.Job
+	admitInto(t, w, workloadRequest(t, admissionv1.Create, job("batch", nil, false), nil), &held)
+	stripped := held.DeepCopy()
+	stripped.Labels = map[string]string{"resized": "yes"}
+	stripped.Annotations = nil
+	var got batchv1.Job
+	admitInto(t, w, workloadRequest(t, admissionv1.Update, stripped, &held), &got)
+	if got.Labels[hold.Label] != hold.Held || got.Labels["resized"] != "yes" {
+		t.Fatalf("labels %v, want the hold label back beside the update's", got.Labels)
+	}
+	if d, err := hold.Parse(got.Annotations); err != nil || d.Region != "westeurope" {
+		t.Fatalf("decision %+v %v, want the old one back", d, err)
+	}
+}
