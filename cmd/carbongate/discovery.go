@@ -22,7 +22,7 @@ type Discovery struct {
 
 func (d *Discovery) flags(fs *flag.FlagSet) {
 	fs.StringVar(&d.Namespace, "kserve-namespace", d.Namespace, "discover carbongate's KServe InferenceServices (label carbongate.io/zone) in this namespace; exclusive with --routes")
-	fs.StringVar(&d.Kubeconfig, "kubeconfig", d.Kubeconfig, "kubeconfig file for --kserve-namespace; default: the in-cluster service account")
+	fs.StringVar(&d.Kubeconfig, "kubeconfig", d.Kubeconfig, "kubeconfig file for --kserve-namespace and --controller; default: the in-cluster service account")
 	fs.StringVar(&d.Protocol, "kserve-protocol", route.ProtocolREST, "protocol to call discovered models with: rest or grpc")
 	fs.StringVar(&d.Signal, "kserve-signal", d.Signal, "only discover InferenceServices labelled carbongate.io/signal=<signal> (direct or lifecycle)")
 	fs.IntVar(&d.GRPCPort, "kserve-grpc-port", int(kserve.GRPCPort), "gRPC port of the predictor when KServe publishes no gRPC URL")
@@ -31,8 +31,8 @@ func (d *Discovery) flags(fs *flag.FlagSet) {
 // source returns the discovery route source, or nil when discovery is off.
 func (d *Discovery) source(m *Main) (route.Source, error) {
 	if d.Namespace == "" {
-		if d.Kubeconfig != "" {
-			return nil, fmt.Errorf("--kubeconfig needs --kserve-namespace")
+		if d.Kubeconfig != "" && !m.Controller.Enabled {
+			return nil, fmt.Errorf("--kubeconfig needs --kserve-namespace or --controller")
 		}
 		return nil, nil
 	}

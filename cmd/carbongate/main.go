@@ -109,6 +109,11 @@ type Main struct {
 	// Store, when its URI is set, is where model history is read from
 	// (production mode) and where the live pollers write.
 	Store Store
+	// Controller, when enabled, releases held workloads in Kubernetes.
+	Controller Controller
+	// ReplaySpeed runs the replay clock this many times as fast as the
+	// wall clock (--replay-speed; 1: wall speed).
+	ReplaySpeed float64
 
 	Logger *slog.Logger
 
@@ -117,6 +122,7 @@ type Main struct {
 	api       *httpapi.Server
 	routes    []httpapi.Route // of the mounted APIs
 	gw        *embedded.Gateway
+	clk       clock.Clock
 	warm      context.CancelFunc
 	wg        sync.WaitGroup
 	ready     atomic.Bool
@@ -176,6 +182,8 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Registry.flags(fs)
 	m.Admission.flags(fs)
 	m.Store.flags(fs)
+	m.Controller.flags(fs)
+	fs.Float64Var(&m.ReplaySpeed, "replay-speed", 1, fmt.Sprintf("with --clock replay, how many times as fast as the wall clock the replay runs (1 to %d; e.g. 360 shows an hour of scheduling in 10 s)", clock.MaxSpeed))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -192,6 +200,12 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--max-inflight must be at least 1, got %d", m.MaxInFlight)
 	case m.MaxConns < 1:
 		return fmt.Errorf("--max-conns must be at least 1, got %d", m.MaxConns)
+	}
+	if err := m.Controller.check(); err != nil {
+		return err
+	}
+	if m.ReplaySpeed != 1 && m.Clock != clock.ModeReplay {
+		return fmt.Errorf("--replay-speed needs --clock replay")
 	}
 	if err := m.ZoneCap.Validate(); err != nil {
 		return fmt.Errorf("--zone-cap-*: %s", forecast.ErrorMessage(err))
@@ -221,10 +235,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.done = make(chan error, 1)
 	}
 	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
-	clk, err := clock.Parse(m.Clock, m.ReplayStart)
+	clk, err := m.clock()
 	if err != nil {
 		return err
 	}
+	m.clk = clk
 	if err := m.Admission.load(m.Logger); err != nil {
 		return err
 	}
@@ -282,6 +297,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.gw.Close()
 		}
 	}()
+	if err := m.Controller.open(m, clk, reg); err != nil {
+		return err
+	}
 	mount, err := m.Registry.mount(m)
 	if err != nil {
 		return err
@@ -325,6 +343,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 	m.gw.Start()
+	m.Controller.start(m)
 	m.Registry.start()
 	m.Store.start(m.Logger)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -348,6 +367,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("carbongate listening", "addr", m.ln.Addr().String(), "clock", clk.Mode(), "now", now.Format(time.RFC3339),
 		"zones_with_data", len(tables), "zone_models", zm, "generic_models", gm, "remote_endpoints", remotes, "horizon", m.Horizon.String())
 	return nil
+}
+
+// clock returns the clock of --clock, --replay-start and --replay-speed.
+func (m *Main) clock() (clock.Clock, error) {
+	clk, err := clock.Parse(m.Clock, m.ReplayStart)
+	if err != nil || m.ReplaySpeed == 0 || m.ReplaySpeed == 1 {
+		return clk, err
+	}
+	r, ok := clk.(*clock.Replay)
+	if !ok {
+		return nil, fmt.Errorf("--replay-speed needs --clock replay")
+	}
+	fast, err := r.WithSpeed(m.ReplaySpeed)
+	if err != nil {
+		return nil, fmt.Errorf("--replay-speed: %s", forecast.ErrorMessage(err))
+	}
+	return fast, nil
 }
 
 // routeSource returns where remote models are routed from: RouteSource,
@@ -428,6 +464,7 @@ func (m *Main) Close() error {
 			m.srv.Close()
 		}
 		m.warm()
+		m.Controller.close()
 		m.Registry.close()
 		m.Store.close()
 		m.gw.Close()

@@ -28,6 +28,13 @@ var Manifest []byte
 // Placeholder stands for the base64 CA bundle in Manifest.
 const Placeholder = "${CA_BUNDLE}"
 
+// The webhooks of Manifest: VmTemplates, and the Jobs and Pods carbongate
+// holds (package gateway/hold; acted on only with carbongate --controller).
+const (
+	VmTemplatesName = "schedule.vmtemplates.carbongate.io"
+	WorkloadsName   = "hold.workloads.carbongate.io"
+)
+
 // Config is what Render fills in.
 type Config struct {
 	// CABundle is the PEM of the CA certificate(s) that signed carbongate's
@@ -36,7 +43,9 @@ type Config struct {
 	// URL, when set, replaces clientConfig.service: the https URL of a
 	// webhook the API server reaches directly (e.g. outside the cluster).
 	URL string
-	// FailurePolicy, when set, replaces the file's (Fail): Fail or Ignore.
+	// FailurePolicy, when set, replaces the VmTemplate webhook's (Fail):
+	// Fail or Ignore. The workload webhook's stays Ignore: carbongate never
+	// blocks a Job or Pod.
 	FailurePolicy string
 }
 
@@ -95,10 +104,10 @@ func render(cfg Config) (map[string]any, error) {
 		}
 	}
 	field := []byte("caBundle: " + Placeholder)
-	if bytes.Count(Manifest, field) != 1 {
-		return nil, &forecast.Error{Code: forecast.EINTERNAL, Message: "the embedded webhook configuration has no single " + string(field)}
+	if bytes.Count(Manifest, field) == 0 {
+		return nil, &forecast.Error{Code: forecast.EINTERNAL, Message: "the embedded webhook configuration has no " + string(field)}
 	}
-	filled := bytes.Replace(Manifest, field, []byte("caBundle: "+base64.StdEncoding.EncodeToString(cfg.CABundle)), 1)
+	filled := bytes.ReplaceAll(Manifest, field, []byte("caBundle: "+base64.StdEncoding.EncodeToString(cfg.CABundle)))
 	var m map[string]any
 	if err := yaml.Unmarshal(filled, &m); err != nil {
 		return nil, &forecast.Error{Code: forecast.EINTERNAL, Message: "the embedded webhook configuration does not parse", Err: err}
@@ -109,7 +118,7 @@ func render(cfg Config) (map[string]any, error) {
 		if !ok {
 			continue
 		}
-		if cfg.FailurePolicy != "" {
+		if cfg.FailurePolicy != "" && h["name"] == VmTemplatesName {
 			h["failurePolicy"] = cfg.FailurePolicy
 		}
 		if cc, ok := h["clientConfig"].(map[string]any); ok && cfg.URL != "" {

@@ -49,22 +49,17 @@ func TestRender(t *testing.T) {
 			if err := yaml.UnmarshalStrict(out, &c); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			if len(c.Webhooks) != 1 {
-				t.Fatalf("%d webhooks, want 1", len(c.Webhooks))
+			if len(c.Webhooks) != 2 || c.Webhooks[0].Name != VmTemplatesName || c.Webhooks[1].Name != WorkloadsName {
+				t.Fatalf("webhooks %d, want %s and %s", len(c.Webhooks), VmTemplatesName, WorkloadsName)
 			}
-			w := c.Webhooks[0]
-			if !bytes.Equal(w.ClientConfig.CABundle, ca) {
-				t.Errorf("caBundle %q, want the CA's PEM", w.ClientConfig.CABundle)
-			}
-			if got := *w.FailurePolicy; got != tc.fail {
+			if got := *c.Webhooks[0].FailurePolicy; got != tc.fail {
 				t.Errorf("failurePolicy %s, want %s", got, tc.fail)
 			}
-			if tc.url == "" {
-				if w.ClientConfig.URL != nil || w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "carbongate" {
-					t.Errorf("clientConfig %+v, want the carbongate Service", w.ClientConfig)
-				}
-			} else if w.ClientConfig.Service != nil || w.ClientConfig.URL == nil || *w.ClientConfig.URL != tc.url {
-				t.Errorf("clientConfig %+v, want url %s and no Service", w.ClientConfig, tc.url)
+			if got := *c.Webhooks[1].FailurePolicy; got != admissionregistrationv1.Ignore {
+				t.Errorf("the workload webhook's failurePolicy %s, want Ignore whatever is asked", got)
+			}
+			for _, w := range c.Webhooks {
+				checkClient(t, w, ca, tc.url)
 			}
 			got, err := Configuration(tc.cfg)
 			if err != nil {
@@ -74,6 +69,21 @@ func TestRender(t *testing.T) {
 				t.Errorf("Configuration differs from Render: %+v", got)
 			}
 		})
+	}
+}
+
+// checkClient checks a webhook's CA bundle and where it is called.
+func checkClient(t *testing.T, w admissionregistrationv1.MutatingWebhook, ca []byte, url string) {
+	t.Helper()
+	if !bytes.Equal(w.ClientConfig.CABundle, ca) {
+		t.Errorf("%s: caBundle %q, want the CA's PEM", w.Name, w.ClientConfig.CABundle)
+	}
+	if url == "" {
+		if w.ClientConfig.URL != nil || w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "carbongate" {
+			t.Errorf("%s: clientConfig %+v, want the carbongate Service", w.Name, w.ClientConfig)
+		}
+	} else if w.ClientConfig.Service != nil || w.ClientConfig.URL == nil || *w.ClientConfig.URL != url {
+		t.Errorf("%s: clientConfig %+v, want url %s and no Service", w.Name, w.ClientConfig, url)
 	}
 }
 

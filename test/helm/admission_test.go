@@ -140,7 +140,7 @@ func TestWebhookMatchesDeploy(t *testing.T) {
 	}
 	want := decodeAll(t, m).Webhooks
 	got := decodeAll(t, render(t, "carbongate", "carbongate",
-		"admission: {mode: carbongate, tls: {secretName: carbongate-webhook-tls, caBundle: "+testCA+"}}")).Webhooks
+		"admission: {mode: carbongate, tls: {secretName: carbongate-webhook-tls, caBundle: "+testCA+"}}\ncontroller: {enabled: true}")).Webhooks
 	if len(want) != 1 || len(got) != 1 {
 		t.Fatalf("%d webhook configurations in deploy/webhook, %d rendered; want 1 each", len(want), len(got))
 	}

@@ -98,6 +98,10 @@ func newObject(apiVersion, kind string) any {
 		return &rbacv1.Role{}
 	case "rbac.authorization.k8s.io/v1/RoleBinding":
 		return &rbacv1.RoleBinding{}
+	case "rbac.authorization.k8s.io/v1/ClusterRole":
+		return &rbacv1.ClusterRole{}
+	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}
 	case "batch/v1/CronJob":
 		return &batchv1.CronJob{}
 	case "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":

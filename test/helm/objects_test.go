@@ -30,6 +30,8 @@ type Objects struct {
 	HPAs            []*autoscalingv2.HorizontalPodAutoscaler
 	Roles           []*rbacv1.Role
 	RoleBindings    []*rbacv1.RoleBinding
+	ClusterRoles    []*rbacv1.ClusterRole
+	ClusterBindings []*rbacv1.ClusterRoleBinding
 	CronJobs        []*batchv1.CronJob
 	Webhooks        []*admissionregistrationv1.MutatingWebhookConfiguration
 	Runtimes        []*v1alpha1.ServingRuntime
@@ -74,6 +76,10 @@ func decodeAll(tb testing.TB, m Manifest) *Objects {
 			o.Roles, meta = append(o.Roles, x), &x.ObjectMeta
 		case *rbacv1.RoleBinding:
 			o.RoleBindings, meta = append(o.RoleBindings, x), &x.ObjectMeta
+		case *rbacv1.ClusterRole:
+			o.ClusterRoles, meta = append(o.ClusterRoles, x), &x.ObjectMeta
+		case *rbacv1.ClusterRoleBinding:
+			o.ClusterBindings, meta = append(o.ClusterBindings, x), &x.ObjectMeta
 		case *batchv1.CronJob:
 			o.CronJobs, meta = append(o.CronJobs, x), &x.ObjectMeta
 		case *admissionregistrationv1.MutatingWebhookConfiguration:

@@ -105,6 +105,7 @@ func registerWebhook(t testing.TB, c *cluster, name, mode string, ca []byte, url
 		t.Fatal(err)
 	}
 	mwc.Name = name
+	mwc.Webhooks = mwc.Webhooks[:1] // the VmTemplate webhook only
 	w := &mwc.Webhooks[0]
 	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{labelMode: mode}}
 	w.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: seedLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}}

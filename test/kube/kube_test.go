@@ -41,6 +41,7 @@ func TestKubernetes(t *testing.T) {
 			testKServe(t, c, bin)
 		})
 	})
+	t.Run("Controller", func(t *testing.T) { testController(t, c, bin) })
 	t.Run("WebhookManifest", func(t *testing.T) { testWebhookManifest(t, c, bin) })
 	t.Run("HelmInstall", func(t *testing.T) { testHelmInstall(t, c) })
 }

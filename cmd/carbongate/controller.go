@@ -1,0 +1,123 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/controller"
+	"github.com/carbongate/carbongate/gateway/kserve"
+)
+
+// Controller runs carbongate's Kubernetes controller in the same process
+// (--controller): it releases held Jobs and Pods and creates scheduled
+// VmTemplates' provider objects at their time, with leader election; with
+// --admission the webhook then also holds the Jobs and bare Pods that opted
+// in (package hold).
+type Controller struct {
+	Enabled         bool          // --controller
+	Namespace       string        // --controller-namespace: the Lease's
+	LeaseDuration   time.Duration // --leader-lease-duration
+	RenewDeadline   time.Duration // --leader-renew-deadline
+	RetryPeriod     time.Duration // --leader-retry-period
+	ClusterProvider string        // --cluster-provider
+	ClusterRegion   string        // --cluster-region
+	HoldDuration    time.Duration // --hold-duration
+	HoldMaxDelay    time.Duration // --hold-max-delay
+
+	ctl    *controller.Controller
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (c *Controller) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.Enabled, "controller", c.Enabled, "run the controller (Kubernetes API through --kubeconfig or in-cluster): release held Jobs and Pods and create scheduled VmTemplates' provider objects at their time; with --admission, hold the Jobs and bare Pods that opt in")
+	fs.StringVar(&c.Namespace, "controller-namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "default"), "namespace of the controller's leader-election Lease")
+	fs.DurationVar(&c.LeaseDuration, "leader-lease-duration", controller.DefaultLeaseDuration, "how long a replica waits for a silent leader before taking over")
+	fs.DurationVar(&c.RenewDeadline, "leader-renew-deadline", controller.DefaultRenewDeadline, "how long the leader tries to renew its Lease before it stops acting")
+	fs.DurationVar(&c.RetryPeriod, "leader-retry-period", controller.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease")
+	fs.StringVar(&c.ClusterProvider, "cluster-provider", c.ClusterProvider, "cloud provider (aws, gcp, azure, oracle) whose region names the nodes' "+`topology.kubernetes.io/region labels carry; default: the first provider with the name`)
+	fs.StringVar(&c.ClusterRegion, "cluster-region", c.ClusterRegion, "the cluster's region, the only candidate when no node carries a region label (time-shifting only)")
+	fs.DurationVar(&c.HoldDuration, "hold-duration", admission.DefaultWorkloadDuration, "run time of a held workload that states none (annotation carbongate.io/duration or activeDeadlineSeconds)")
+	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
+}
+
+// check validates the flags.
+func (c *Controller) check() error {
+	if !c.Enabled {
+		return nil
+	}
+	switch {
+	case c.Namespace == "":
+		return errors.New("--controller-namespace must not be empty")
+	case !(c.RetryPeriod > 0 && c.RetryPeriod < c.RenewDeadline && c.RenewDeadline < c.LeaseDuration):
+		return fmt.Errorf("want 0 < --leader-retry-period < --leader-renew-deadline < --leader-lease-duration, got %v, %v, %v", c.RetryPeriod, c.RenewDeadline, c.LeaseDuration)
+	case c.HoldDuration <= 0 || c.HoldMaxDelay < 0:
+		return fmt.Errorf("--hold-duration must be positive and --hold-max-delay not negative, got %v and %v", c.HoldDuration, c.HoldMaxDelay)
+	}
+	return nil
+}
+
+// open builds the controller (it starts in start).
+func (c *Controller) open(m *Main, clk clock.Clock, reg prometheus.Registerer) error {
+	if !c.Enabled {
+		return nil
+	}
+	cfg, err := kserve.RESTConfig(m.Discovery.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--controller: %s", forecast.ErrorMessage(err))
+	}
+	c.ctl, err = controller.New(controller.Config{
+		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace,
+		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
+		Registerer: reg, Logger: m.Logger,
+	})
+	return err
+}
+
+// workloads is the webhook's configuration for Jobs and Pods: off without
+// the controller.
+func (c *Controller) workloads(clk clock.Clock) admission.Workloads {
+	if c.ctl == nil {
+		return admission.Workloads{}
+	}
+	return admission.Workloads{Cluster: c.ctl.Cluster(), Provider: c.ClusterProvider, Region: c.ClusterRegion,
+		Duration: c.HoldDuration, MaxDelay: c.HoldMaxDelay, Now: clk.Now}
+}
+
+// start runs the controller until close; a failure is reported on done.
+func (c *Controller) start(m *Main) {
+	if c.ctl == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.ctl.Start(ctx); err != nil && ctx.Err() == nil {
+			select {
+			case m.done <- fmt.Errorf("controller: %w", err):
+			default:
+			}
+		}
+	}()
+}
+
+// close stops the controller, releasing the Lease.
+func (c *Controller) close() {
+	if c.cancel != nil {
+		c.cancel()
+		c.wg.Wait()
+	}
+}

@@ -1,0 +1,170 @@
+// Package controller acts on carbongate's decisions in a Kubernetes
+// cluster: it releases the batch/v1 Jobs and Pods the admission webhook
+// holds (package hold) at their decided start — or at the deadline guard,
+// deadline − duration, whichever comes first — and turns each scheduled
+// VmTemplate into the provider's object (an Azure Service Operator
+// VirtualMachine, an ACK EC2 Instance, …) from a template the user gives
+// per provider, tracking its readiness in the VmTemplate's status.
+//
+// It runs on controller-runtime with leader election on a Lease, so
+// several replicas are safe: only the leader releases. All state is in the
+// objects (labels, annotations, status), so a restarted or new leader
+// resumes exactly; a release is a patch conditioned on the object's
+// resourceVersion, so nothing is released twice. Timers are the work
+// queue's delayed adds — no per-object polling — converted to wall time
+// through the gateway's clock (a replay clock may run faster than the
+// wall, see clock.Replay.WithSpeed). Every replica also serves the
+// webhook's view of the cluster (Cluster): node regions and namespace
+// opt-ins from the same informer cache.
+package controller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// Defaults of Config.
+const (
+	DefaultLeaseName     = "carbongate-controller"
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+	DefaultWorkers       = 8
+)
+
+// Config configures a Controller.
+type Config struct {
+	REST  *rest.Config // required
+	Clock clock.Clock  // required: the gateway's clock, in which decisions are written
+	// LeaseNamespace holds the leader-election Lease; required.
+	LeaseNamespace string
+	LeaseName      string        // default DefaultLeaseName
+	LeaseDuration  time.Duration // default DefaultLeaseDuration
+	RenewDeadline  time.Duration // default DefaultRenewDeadline
+	RetryPeriod    time.Duration // default DefaultRetryPeriod
+	Workers        int           // concurrent reconciles per kind; default DefaultWorkers
+	Registerer     prometheus.Registerer
+	Logger         *slog.Logger // nil: discard
+}
+
+// Controller is a started-on-demand controller manager.
+type Controller struct {
+	cfg     Config
+	mgr     manager.Manager
+	metrics *metrics
+	cluster *clusterView
+}
+
+// New builds the manager and its reconcilers; Start runs them.
+func New(cfg Config) (*Controller, error) {
+	if cfg.REST == nil || cfg.Clock == nil || cfg.LeaseNamespace == "" {
+		return nil, errors.New("controller: REST, Clock and LeaseNamespace are required")
+	}
+	cfg.LeaseName = cmp.Or(cfg.LeaseName, DefaultLeaseName)
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
+	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline)
+	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod)
+	cfg.Workers = cmp.Or(cfg.Workers, DefaultWorkers)
+	if !(cfg.RetryPeriod < cfg.RenewDeadline && cfg.RenewDeadline < cfg.LeaseDuration) {
+		return nil, fmt.Errorf("controller: want retry period < renew deadline < lease duration, got %v, %v, %v", cfg.RetryPeriod, cfg.RenewDeadline, cfg.LeaseDuration)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := logr.FromSlogHandler(cfg.Logger.Handler())
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	held := labels.SelectorFromSet(labels.Set{hold.Label: hold.Held})
+	mgr, err := ctrl.NewManager(cfg.REST, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                true,
+		LeaderElectionID:              cfg.LeaseName,
+		LeaderElectionNamespace:       cfg.LeaseNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &cfg.LeaseDuration,
+		RenewDeadline:                 &cfg.RenewDeadline,
+		RetryPeriod:                   &cfg.RetryPeriod,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only held workloads are cached: not every Pod of the cluster.
+			&batchv1.Job{}: {Label: held},
+			&corev1.Pod{}:  {Label: held},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c := &Controller{cfg: cfg, mgr: mgr, metrics: newMetrics(cfg.Registerer)}
+	c.cluster = &clusterView{reader: mgr.GetCache(), log: cfg.Logger}
+	if err := c.setup(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Start runs the manager until ctx ends: caches on every replica, the
+// reconcilers on the leader only. It returns when the manager stops.
+func (c *Controller) Start(ctx context.Context) error {
+	go func() {
+		select {
+		case <-c.mgr.Elected():
+			c.metrics.leader.Set(1)
+			c.cfg.Logger.Info("controller: elected leader", "lease", c.cfg.LeaseNamespace+"/"+c.cfg.LeaseName)
+		case <-ctx.Done():
+		}
+	}()
+	return c.mgr.Start(ctx)
+}
+
+// Elected is closed when this replica becomes the leader.
+func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }
+
+// Cluster is the webhook's view of the cluster, from the cache.
+func (c *Controller) Cluster() admission.Cluster { return c.cluster }
+
+// setup registers the reconcilers.
+func (c *Controller) setup() error {
+	rec := c.mgr.GetEventRecorderFor("carbongate")
+	for _, r := range []*releaser{jobReleaser(), podReleaser()} {
+		r.client, r.clock, r.events, r.metrics, r.log = c.mgr.GetClient(), c.cfg.Clock, rec, c.metrics, c.cfg.Logger
+		if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).For(r.newObj()).
+			WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
+			return fmt.Errorf("controller: %s: %w", r.kind, err)
+		}
+	}
+	v := &vmReconciler{client: c.mgr.GetClient(), reader: c.mgr.GetAPIReader(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger}
+	if err := ctrl.NewControllerManagedBy(c.mgr).Named("vmtemplate").For(newVmTemplate()).
+		WithOptions(ctrlOptions(c.cfg.Workers)).Complete(v); err != nil {
+		return fmt.Errorf("controller: vmtemplate: %w", err)
+	}
+	return nil
+}

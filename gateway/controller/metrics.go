@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the controller's Prometheus metrics.
+type metrics struct {
+	releases *prometheus.CounterVec
+	lag      *prometheus.HistogramVec
+	leader   prometheus.Gauge
+
+	mu   sync.Mutex
+	held map[string]map[string]struct{} // kind → keys of the workloads held
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_controller_releases_total",
+			Help: "Held workloads released, by kind (job, pod, vmtemplate) and reason (scheduled, deadline-guard, manual, invalid, unscheduled, expired).",
+		}, []string{"kind", "reason"}),
+		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "carbongate_controller_release_lag_seconds",
+			Help:    "Wall-clock seconds from a workload's release time to its release.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"kind"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "carbongate_controller_leader",
+			Help: "1 while this replica holds the controller's Lease (only the leader releases).",
+		}),
+		held: map[string]map[string]struct{}{},
+	}
+	if reg != nil {
+		held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "carbongate_controller_held_workloads",
+			Help: "Workloads this replica waits to release (all kinds; only the leader holds any).",
+		}, func() float64 { return float64(m.count()) })
+		reg.MustRegister(m.releases, m.lag, m.leader, held)
+	}
+	return m
+}
+
+// hold records key as held; it reports whether it was not before.
+func (m *metrics) hold(kind, key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held[kind] == nil {
+		m.held[kind] = map[string]struct{}{}
+	}
+	_, had := m.held[kind][key]
+	m.held[kind][key] = struct{}{}
+	return !had
+}
+
+func (m *metrics) forget(kind, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.held[kind], key)
+}
+
+func (m *metrics) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, keys := range m.held {
+		n += len(keys)
+	}
+	return n
+}
+
+func (m *metrics) released(kind, reason string, lag time.Duration) {
+	m.releases.WithLabelValues(kind, reason).Inc()
+	if lag >= 0 {
+		m.lag.WithLabelValues(kind).Observe(lag.Seconds())
+	}
+}

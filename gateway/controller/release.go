@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// releaser releases one kind of held workload at its time.
+type releaser struct {
+	kind   string
+	newObj func() client.Object
+	// held reports whether obj is still held (suspended, gated).
+	held func(client.Object) bool
+	// release lets obj run.
+	release func(client.Object)
+
+	client  client.Client
+	clock   clock.Clock
+	events  record.EventRecorder
+	metrics *metrics
+	log     *slog.Logger
+}
+
+func jobReleaser() *releaser {
+	return &releaser{kind: "job", newObj: func() client.Object { return &batchv1.Job{} },
+		held: func(o client.Object) bool {
+			s := o.(*batchv1.Job).Spec.Suspend
+			return s != nil && *s
+		},
+		release: func(o client.Object) { o.(*batchv1.Job).Spec.Suspend = new(false) },
+	}
+}
+
+func podReleaser() *releaser {
+	gated := func(g corev1.PodSchedulingGate) bool { return g.Name == hold.Gate }
+	return &releaser{kind: "pod", newObj: func() client.Object { return &corev1.Pod{} },
+		held: func(o client.Object) bool { return slices.ContainsFunc(o.(*corev1.Pod).Spec.SchedulingGates, gated) },
+		release: func(o client.Object) {
+			p := o.(*corev1.Pod)
+			p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, gated)
+		},
+	}
+}
+
+func ctrlOptions(workers int) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: new(true)}
+}
+
+// Reconcile releases a held workload whose time has come and otherwise
+// waits for it: the work queue wakes it at ReleaseAt.
+func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.newObj()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) { // released (left the cache) or deleted
+			r.metrics.forget(r.kind, req.String())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if obj.GetLabels()[hold.Label] != hold.Held || !obj.GetDeletionTimestamp().IsZero() {
+		r.metrics.forget(r.kind, req.String())
+		return ctrl.Result{}, nil
+	}
+	now := r.clock.Now()
+	if !r.held(obj) {
+		return ctrl.Result{}, r.mark(ctx, obj, now)
+	}
+	d, err := hold.Parse(obj.GetAnnotations())
+	if err != nil {
+		r.events.Eventf(obj, corev1.EventTypeWarning, "InvalidDecision", "releasing now: %v", err)
+		return ctrl.Result{}, r.releaseNow(ctx, obj, hold.ReasonInvalid, now, now)
+	}
+	at := d.ReleaseAt()
+	if now.Before(at) {
+		if r.metrics.hold(r.kind, req.String()) {
+			r.events.Eventf(obj, corev1.EventTypeNormal, "Held", "held until %s (%s), then runs in %s",
+				at.Format(time.RFC3339), d.Reason(), cmp.Or(d.Region, "the cluster"))
+		}
+		return ctrl.Result{RequeueAfter: clock.Wall(r.clock, at.Sub(now))}, nil
+	}
+	return ctrl.Result{}, r.releaseNow(ctx, obj, d.Reason(), now, at)
+}
+
+// releaseNow releases obj (due at `due`) and records it.
+func (r *releaser) releaseNow(ctx context.Context, obj client.Object, reason string, now, due time.Time) error {
+	orig := obj.DeepCopyObject().(client.Object)
+	r.release(obj)
+	stamp(obj, reason, now)
+	// The patch carries the resourceVersion: a replica with a stale view
+	// gets a conflict instead of releasing twice.
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ignoreGone(err)
+	}
+	lag := clock.Wall(r.clock, now.Sub(due))
+	r.metrics.released(r.kind, reason, lag)
+	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
+	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released (%s) at %s, %v after its time", reason, now.Format(time.RFC3339), lag.Round(time.Millisecond))
+	r.log.Info("released", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "reason", reason, "lag", lag.String())
+	return nil
+}
+
+// mark records a workload someone else released.
+func (r *releaser) mark(ctx context.Context, obj client.Object, now time.Time) error {
+	orig := obj.DeepCopyObject().(client.Object)
+	stamp(obj, hold.ReasonManual, now)
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ignoreGone(err)
+	}
+	r.metrics.released(r.kind, hold.ReasonManual, 0)
+	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
+	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released by someone else before its time; no longer held")
+	return nil
+}
+
+// stamp labels obj released, with when and why.
+func stamp(obj client.Object, reason string, now time.Time) {
+	l := obj.GetLabels()
+	l[hold.Label] = hold.Released
+	obj.SetLabels(l)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[hold.AnnotationReleasedAt] = now.UTC().Format(time.RFC3339)
+	a[hold.AnnotationReleaseReason] = reason
+	obj.SetAnnotations(a)
+}
+
+// ignoreGone drops not-found errors: the object was deleted meanwhile.
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("changed meanwhile, retrying: %w", err)
+	}
+	return err
+}

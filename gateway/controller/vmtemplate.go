@@ -1,0 +1,344 @@
+package controller
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// VmTemplate phases (status.phase).
+const (
+	PhasePending     = "Pending"     // no decision yet
+	PhaseScheduled   = "Scheduled"   // waiting for its release time
+	PhaseReleased    = "Released"    // the provider's object exists, not ready yet
+	PhaseProvisioned = "Provisioned" // the provider's object is Ready
+	PhaseExpired     = "Expired"     // its deadline passed before it could be released
+	PhaseFailed      = "Failed"      // see status.message; retried
+)
+
+// TemplatePrefix names the ConfigMap holding a provider's object template
+// in the VmTemplate's namespace: carbongate-vm-<provider>, key TemplateKey.
+const (
+	TemplatePrefix = "carbongate-vm-"
+	TemplateKey    = "template.yaml"
+)
+
+// Polling of a released template's object for readiness and retries of a
+// failed creation, in wall time.
+const (
+	trackEvery = 5 * time.Second
+	retryEvery = 15 * time.Second
+)
+
+var vmGVK = schema.GroupVersionKind{Group: admission.Group, Version: admission.Version, Kind: admission.Kind}
+
+func newVmTemplate() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(vmGVK)
+	return u
+}
+
+// vmStatus is a VmTemplate's status subresource.
+type vmStatus struct {
+	Phase      string             `json:"phase,omitempty"`
+	Message    string             `json:"message,omitempty"`
+	Region     string             `json:"region,omitempty"`
+	Zone       string             `json:"zone,omitempty"`
+	Start      string             `json:"start,omitempty"`
+	ReleaseAt  string             `json:"releaseAt,omitempty"`
+	SavingsPct *float64           `json:"savingsPct,omitempty"`
+	ReleasedAt string             `json:"releasedAt,omitempty"`
+	Resource   *resourceRef       `json:"resource,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type resourceRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+}
+
+// vmReconciler moves VmTemplates through their phases.
+type vmReconciler struct {
+	client  client.Client
+	reader  client.Reader // uncached: ConfigMaps and providers' objects
+	clock   clock.Clock
+	events  record.EventRecorder
+	metrics *metrics
+	log     *slog.Logger
+}
+
+func (r *vmReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vm := newVmTemplate()
+	if err := r.client.Get(ctx, req.NamespacedName, vm); err != nil {
+		r.metrics.forget("vmtemplate", req.String())
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !vm.GetDeletionTimestamp().IsZero() {
+		r.metrics.forget("vmtemplate", req.String())
+		return ctrl.Result{}, nil
+	}
+	st := readStatus(vm)
+	switch st.Phase {
+	case PhaseProvisioned, PhaseExpired:
+		return ctrl.Result{}, nil
+	case PhaseReleased:
+		return r.track(ctx, vm, st)
+	}
+	spec, _ := vm.Object["spec"].(map[string]any)
+	str := func(k string) string { s, _ := spec[k].(string); return s }
+	now := r.clock.Now()
+	region, reason := str("schedulingRegion"), hold.ReasonScheduled
+	start, err := time.Parse(time.RFC3339, str("schedulingTime"))
+	if region == "" || err != nil { // not scheduled (the webhook failed open, or none runs): released now, in the origin
+		region, start, reason = str("originRegion"), now, "unscheduled"
+	}
+	at := start
+	var deadline time.Time
+	if dl, err := time.Parse(time.RFC3339, str("deadline")); err == nil {
+		deadline = dl
+		if dur, err := gateway.ParseDuration(str("duration")); err == nil && dl.Add(-dur).Before(at) {
+			at, reason = dl.Add(-dur), hold.ReasonGuard
+		}
+	}
+	st.Region, st.Start, st.ReleaseAt = region, start.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339)
+	st.Zone, st.SavingsPct = provenanceOf(vm)
+	if now.Before(at) {
+		if st.Phase != PhaseScheduled {
+			st.Phase, st.Message = PhaseScheduled, "waiting for "+st.ReleaseAt
+			r.events.Eventf(vm, corev1.EventTypeNormal, "Scheduled", "held until %s, then created in %s", st.ReleaseAt, region)
+			if err := r.writeStatus(ctx, vm, st); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		r.metrics.hold("vmtemplate", req.String())
+		return ctrl.Result{RequeueAfter: clock.Wall(r.clock, at.Sub(now))}, nil
+	}
+	if !deadline.IsZero() && now.After(deadline) {
+		st.Phase, st.Message = PhaseExpired, "its deadline "+deadline.UTC().Format(time.RFC3339)+" passed before it was released"
+		r.events.Eventf(vm, corev1.EventTypeWarning, "Expired", "%s", st.Message)
+		r.metrics.released("vmtemplate", "expired", -1)
+		r.metrics.forget("vmtemplate", req.String())
+		return ctrl.Result{}, r.writeStatus(ctx, vm, st)
+	}
+	return r.create(ctx, vm, st, spec, reason, now, at)
+}
+
+// create makes the provider's object from its template and records it.
+func (r *vmReconciler) create(ctx context.Context, vm *unstructured.Unstructured, st vmStatus, spec map[string]any, reason string, now, at time.Time) (ctrl.Result, error) {
+	obj, err := r.render(ctx, vm, st, spec)
+	if err == nil {
+		err = r.client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			err = r.adopted(ctx, vm, obj)
+		}
+	}
+	if err != nil {
+		st.Phase, st.Message = PhaseFailed, err.Error()
+		r.events.Eventf(vm, corev1.EventTypeWarning, "Failed", "%s", err.Error())
+		if werr := r.writeStatus(ctx, vm, st); werr != nil {
+			return ctrl.Result{}, werr
+		}
+		return ctrl.Result{RequeueAfter: retryEvery}, nil
+	}
+	st.Phase, st.Message, st.ReleasedAt = PhaseReleased, "created "+obj.GetKind()+" "+obj.GetName(), now.UTC().Format(time.RFC3339)
+	st.Resource = &resourceRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName()}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: "Released", Status: metav1.ConditionTrue, Reason: conditionReason(reason), Message: st.Message})
+	lag := clock.Wall(r.clock, now.Sub(at))
+	r.metrics.released("vmtemplate", reason, lag)
+	r.metrics.forget("vmtemplate", client.ObjectKeyFromObject(vm).String())
+	r.events.Eventf(vm, corev1.EventTypeNormal, "Released", "created %s %s in %s (%s)", obj.GetKind(), obj.GetName(), st.Region, reason)
+	r.log.Info("released", "kind", "vmtemplate", "namespace", vm.GetNamespace(), "name", vm.GetName(), "reason", reason, "lag", lag.String(), "resource", obj.GetKind())
+	if err := r.writeStatus(ctx, vm, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: trackEvery}, nil
+}
+
+// templateData is what a provider template sees.
+type templateData struct {
+	Name, Namespace, Provider, Region, Zone, Start string
+	Spec                                           map[string]any
+}
+
+// render executes the provider's template for vm.
+func (r *vmReconciler) render(ctx context.Context, vm *unstructured.Unstructured, st vmStatus, spec map[string]any) (*unstructured.Unstructured, error) {
+	provider, _ := spec["provider"].(string)
+	provider = cmp.Or(provider, admission.DefaultProvider)
+	cm := &corev1.ConfigMap{}
+	name := TemplatePrefix + provider
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: vm.GetNamespace(), Name: name}, cm); err != nil {
+		return nil, fmt.Errorf("the provider template ConfigMap %s/%s: %v", vm.GetNamespace(), name, err)
+	}
+	text, ok := cm.Data[TemplateKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s has no key %s", name, TemplateKey)
+	}
+	tmpl, err := template.New(name).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: %s: %v", name, TemplateKey, err)
+	}
+	var buf bytes.Buffer
+	data := templateData{Name: vm.GetName(), Namespace: vm.GetNamespace(), Provider: provider, Region: st.Region, Zone: st.Zone, Start: st.Start, Spec: spec}
+	if err := tmpl.Execute(&buf, data); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: executing %s: %v", name, TemplateKey, err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(buf.Bytes(), &obj.Object); err != nil || obj.GetKind() == "" || obj.GetAPIVersion() == "" {
+		return nil, fmt.Errorf("ConfigMap %s: %s does not render to one object with apiVersion and kind (%v)", name, TemplateKey, err)
+	}
+	obj.SetNamespace(vm.GetNamespace())
+	if obj.GetName() == "" {
+		obj.SetName(vm.GetName())
+	}
+	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(vm, vmGVK)})
+	return obj, nil
+}
+
+// adopted checks that an existing object of obj's name is vm's (created by
+// an earlier attempt whose status write was lost).
+func (r *vmReconciler) adopted(ctx context.Context, vm, obj *unstructured.Unstructured) error {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return err
+	}
+	if metav1.IsControlledBy(cur, vm) {
+		return nil
+	}
+	return fmt.Errorf("%s %s exists and is not this VmTemplate's", obj.GetKind(), obj.GetName())
+}
+
+// track mirrors the provider object's Ready condition.
+func (r *vmReconciler) track(ctx context.Context, vm *unstructured.Unstructured, st vmStatus) (ctrl.Result, error) {
+	if st.Resource == nil {
+		return ctrl.Result{}, nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(st.Resource.APIVersion)
+	obj.SetKind(st.Resource.Kind)
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: vm.GetNamespace(), Name: st.Resource.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		st.Phase, st.Message = PhaseFailed, fmt.Sprintf("%s %s was deleted", st.Resource.Kind, st.Resource.Name)
+		r.events.Eventf(vm, corev1.EventTypeWarning, "Failed", "%s", st.Message)
+		return ctrl.Result{}, r.writeStatus(ctx, vm, st)
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	ready := readyCondition(obj)
+	if ready == nil {
+		return ctrl.Result{RequeueAfter: trackEvery}, nil
+	}
+	ready.Type, ready.ObservedGeneration = "Ready", vm.GetGeneration()
+	ready.Reason = conditionReason(ready.Reason)
+	changed := meta.SetStatusCondition(&st.Conditions, *ready)
+	if ready.Status == metav1.ConditionTrue {
+		st.Phase, st.Message = PhaseProvisioned, fmt.Sprintf("%s %s is ready", st.Resource.Kind, st.Resource.Name)
+		r.events.Eventf(vm, corev1.EventTypeNormal, "Provisioned", "%s", st.Message)
+		return ctrl.Result{}, r.writeStatus(ctx, vm, st)
+	}
+	if changed {
+		if err := r.writeStatus(ctx, vm, st); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: trackEvery}, nil
+}
+
+// readyCondition returns obj's status.conditions[type=Ready], if any.
+func readyCondition(obj *unstructured.Unstructured) *metav1.Condition {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Ready" {
+			continue
+		}
+		s, _ := m["status"].(string)
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return &metav1.Condition{Status: metav1.ConditionStatus(s), Reason: cmp.Or(reason, "ProviderReported"), Message: msg}
+	}
+	return nil
+}
+
+// conditionReason makes s a valid condition reason (CamelCase, letters).
+func conditionReason(s string) string {
+	out := make([]byte, 0, len(s))
+	upper := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			if upper && c >= 'a' {
+				c -= 'a' - 'A'
+			}
+			out, upper = append(out, c), false
+		default:
+			upper = true
+		}
+	}
+	return cmp.Or(string(out), "Unknown")
+}
+
+// provenanceOf reads the zone and saving the webhook annotated.
+func provenanceOf(vm *unstructured.Unstructured) (string, *float64) {
+	var p struct {
+		Zone       string   `json:"zone"`
+		SavingsPct *float64 `json:"savings_pct"`
+	}
+	if json.Unmarshal([]byte(vm.GetAnnotations()[admission.AnnotationProvenance]), &p) != nil {
+		return "", nil
+	}
+	if p.SavingsPct != nil {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(*p.SavingsPct, 'f', 1, 64), 64)
+		p.SavingsPct = &v
+	}
+	return p.Zone, p.SavingsPct
+}
+
+func readStatus(vm *unstructured.Unstructured) vmStatus {
+	var st vmStatus
+	if raw, ok := vm.Object["status"]; ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &st)
+	}
+	return st
+}
+
+// writeStatus replaces vm's status with st (conflicts are retried by the
+// work queue).
+func (r *vmReconciler) writeStatus(ctx context.Context, vm *unstructured.Unstructured, st vmStatus) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	vm.Object["status"] = m
+	return r.client.Status().Update(ctx, vm)
+}
