@@ -113,6 +113,7 @@ func (f *fakeScheduler) Schedule(ctx context.Context, req gateway.Request) (gate
 	sv := 12.5
 	d := gateway.Decision{
 		Decision:   gateway.Placement{Zone: best, Start: t0, End: t0.Add(req.Duration), Mean: 101.25},
+		Baseline:   &gateway.Placement{Zone: cmp.Or(req.Origin, req.Zones[0]), Start: t0, End: t0.Add(req.Duration), Mean: 120}, // not consistent with sv: a fake
 		SavingsPct: &sv,
 		Provenance: map[forecast.Zone]forecast.Provenance{},
 	}

@@ -19,6 +19,9 @@ func (w *Webhook) schedule(ctx context.Context, sched Scheduler, zones []forecas
 	if s.Deadline != "" {
 		text.Deadline = &s.Deadline
 	}
+	if s.Origin != "" {
+		text.Origin = &s.Origin
+	}
 	req, err := gateway.ParseRequest(text)
 	if err != nil {
 		return gateway.Decision{}, err

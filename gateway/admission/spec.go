@@ -31,6 +31,7 @@ type spec struct {
 	Provider      string // one of opabundle.Providers(); DefaultProvider when absent
 	ProviderGiven bool   // spec.provider was present
 	ResidencyEU   bool
+	Origin        string // zone of the run-now baseline; "": the first candidate
 }
 
 // parseObject reads the metadata and spec of a raw object. It fails only

@@ -80,17 +80,26 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if wc.Cluster == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return allow()
 	}
+	// Most Pods and Jobs of a cluster are not held: metadata decides first.
+	var meta metav1.PartialObjectMetadata
+	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
+		return deny(400, "request.object: %v", err)
+	}
+	var nsAnnotations map[string]string
+	if req.Operation == admissionv1.Create {
+		var nsLabels map[string]string
+		nsLabels, nsAnnotations, _ = wc.Cluster.Namespace(req.Namespace)
+		_, annotated := meta.Annotations[hold.AnnotationDeadline]
+		if !annotated && nsLabels[hold.NamespaceLabel] != hold.NamespaceEnabled {
+			return allow()
+		}
+	}
 	wl, err := decodeWorkload(req.Kind.Kind, req.Object.Raw)
 	if err != nil {
 		return deny(400, "request.object: %v", err)
 	}
 	if req.Operation == admissionv1.Update {
 		return w.keepDecision(req, wl)
-	}
-	nsLabels, nsAnnotations, _ := wc.Cluster.Namespace(req.Namespace)
-	_, annotated := wl.meta.Annotations[hold.AnnotationDeadline]
-	if !annotated && nsLabels[hold.NamespaceLabel] != hold.NamespaceEnabled {
-		return allow()
 	}
 	if why := wl.eligible(); why != "" {
 		return allow()
@@ -100,12 +109,19 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
-	zones, reps, regions := w.workloadCandidates()
-	if len(zones) == 0 {
-		return w.unheld(req.Object.Raw, wl, "no candidate region: no node carries the label "+hold.RegionLabel+" with a region of a grid zone, and no cluster region is configured")
+	watts, bad := powerOf(wl.meta)
+	if bad != "" {
+		return deny(400, "%s", bad)
 	}
-	durText, deadlineText := dur.String(), deadline.Format(time.RFC3339)
-	d, err := w.schedule(ctx, sched, zones, spec{Duration: durText, Deadline: deadlineText})
+	zones, reps, regions := w.workloadCandidates(allowedRegions(wl.pod))
+	if len(zones) == 0 {
+		return w.unheld(req.Object.Raw, wl, "no candidate region: no node carries the label "+hold.RegionLabel+" with a region of a grid zone (that the pod's node selector or affinity allows), and no cluster region is configured")
+	}
+	s := spec{Duration: dur.String(), Deadline: deadline.Format(time.RFC3339)}
+	if z := w.zoneOf(wc.Region); z != "" && slices.Contains(zones, z) {
+		s.Origin = string(z) // run now here is the baseline
+	}
+	d, err := w.schedule(ctx, sched, zones, s)
 	if err != nil {
 		if userFault(err) {
 			return deny(400, "%s", forecast.ErrorMessage(err))
@@ -126,11 +142,33 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if d.SavingsPct != nil {
 		setAnnotation(wl.meta, hold.AnnotationSavingsPct, strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64))
 	}
+	if watts > 0 && d.Baseline != nil {
+		// W × h / 1000 = kWh; × g/kWh = g.
+		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
+		setAnnotation(wl.meta, hold.AnnotationAvoidedGrams, strconv.FormatFloat(g, 'f', 1, 64))
+	}
 	if len(regions) > 1 && region != "" {
 		pin(wl.pod, region)
 	}
 	wl.hold()
 	return patched(req.Object.Raw, wl.obj)
+}
+
+// MaxPowerWatts bounds hold.AnnotationPowerWatts: a rack's worth.
+const MaxPowerWatts = 100_000
+
+// powerOf reads the workload's declared power (0 when absent), or a
+// message naming the annotation.
+func powerOf(m *metav1.ObjectMeta) (float64, string) {
+	v, ok := m.Annotations[hold.AnnotationPowerWatts]
+	if !ok {
+		return 0, ""
+	}
+	w, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(w > 0 && w <= MaxPowerWatts) {
+		return 0, fmt.Sprintf("metadata.annotations[%s]: %q is not a power in watts in (0, %d]", hold.AnnotationPowerWatts, v, MaxPowerWatts)
+	}
+	return w, ""
 }
 
 // decodeWorkload reads a Job or a Pod.
@@ -204,13 +242,17 @@ func (w *Webhook) workloadWindow(wl workload, nsAnnotations map[string]string, n
 	return dur, now.Add(delay + dur), ""
 }
 
-// workloadCandidates returns the zones the cluster's regions lie in, each
-// zone's representative region (the first by name), and the regions.
-func (w *Webhook) workloadCandidates() ([]forecast.Zone, map[forecast.Zone]string, []string) {
+// workloadCandidates returns the zones the cluster's regions lie in (those
+// of allowed when it is not nil), each zone's representative region (the
+// first by name), and the regions.
+func (w *Webhook) workloadCandidates(allowed []string) ([]forecast.Zone, map[forecast.Zone]string, []string) {
 	wc := w.cfg.Workloads
 	names := wc.Cluster.NodeRegions()
 	if len(names) == 0 && wc.Region != "" {
 		names = []string{wc.Region}
+	}
+	if allowed != nil {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !slices.Contains(allowed, n) })
 	}
 	reps := map[forecast.Zone]string{}
 	for _, name := range slices.Sorted(slices.Values(names)) {
@@ -222,6 +264,46 @@ func (w *Webhook) workloadCandidates() ([]forecast.Zone, map[forecast.Zone]strin
 	}
 	zones := slices.Sorted(maps.Keys(reps))
 	return zones, reps, names
+}
+
+// allowedRegions returns the regions a pod spec's node selector and
+// required node affinity (operator In on hold.RegionLabel) leave its pods,
+// or nil when they do not restrict the region. A residency rule written as
+// affinity is so kept.
+func allowedRegions(ps *corev1.PodSpec) []string {
+	var allowed []string
+	restricted := false
+	if r, ok := ps.NodeSelector[hold.RegionLabel]; ok {
+		allowed, restricted = []string{r}, true
+	}
+	if ps.Affinity == nil || ps.Affinity.NodeAffinity == nil || ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return allowed
+	}
+	var union []string
+	for _, term := range ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		var in []string // this term's regions; nil: any
+		for _, e := range term.MatchExpressions {
+			if e.Key != hold.RegionLabel || e.Operator != corev1.NodeSelectorOpIn {
+				continue
+			}
+			if in == nil {
+				in = slices.Clone(e.Values)
+			} else {
+				in = slices.DeleteFunc(in, func(r string) bool { return !slices.Contains(e.Values, r) })
+			}
+		}
+		if in == nil { // a term without a region rule: any region
+			return allowed
+		}
+		union = append(union, in...)
+	}
+	if len(union) == 0 && len(ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		return allowed
+	}
+	if restricted {
+		return slices.DeleteFunc(allowed, func(r string) bool { return !slices.Contains(union, r) })
+	}
+	return union
 }
 
 // zoneOf returns the grid zone of a region name of the cluster's provider.
@@ -253,7 +335,7 @@ func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) o
 		setLabel(wl.meta, hold.Label, old.Labels[hold.Label])
 		changed = true
 	}
-	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, AnnotationProvenance} {
+	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, hold.AnnotationAvoidedGrams, AnnotationProvenance} {
 		if v, ok := old.Annotations[k]; ok {
 			if _, has := wl.meta.Annotations[k]; !has {
 				setAnnotation(wl.meta, k, v)

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func TestHoldJob(t *testing.T) {
 	fs := &fakeScheduler{ranking: []forecast.Zone{"DE"}}
 	w := workloadHook(t, fs, fakeCluster{regions: []string{"westeurope", "germanyn", "germanywc"}, ns: optedIn()}, "")
 	deadline := t0.Add(10 * time.Hour)
-	in := job("web", map[string]string{hold.AnnotationDeadline: deadline.Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}, false)
+	in := job("web", map[string]string{hold.AnnotationDeadline: deadline.Format(time.RFC3339), hold.AnnotationDuration: "PT3H", hold.AnnotationPowerWatts: "400"}, false)
 	var got batchv1.Job
 	r := admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
 	if !r.Allowed {
@@ -124,6 +125,11 @@ func TestHoldJob(t *testing.T) {
 	if got.Annotations[hold.AnnotationSavingsPct] != "12.5" || got.Annotations[AnnotationProvenance] == "" {
 		t.Fatalf("annotations %v: want savings 12.5 and provenance", got.Annotations)
 	}
+	// 400 W for 3 h = 1.2 kWh, × (120 − 101.25) g/kWh between the fake's
+	// baseline and decision = 22.5 g.
+	if g := got.Annotations[hold.AnnotationAvoidedGrams]; g != "22.5" {
+		t.Fatalf("avoided %q g, want 22.5", g)
+	}
 	reqs := fs.requests()
 	if len(reqs) != 1 || len(reqs[0].Zones) != 2 || reqs[0].Duration != 3*time.Hour || !reqs[0].Deadline.Equal(deadline) {
 		t.Fatalf("asked %+v, want zones [DE NL], 3h, deadline %v", reqs, deadline)
@@ -139,6 +145,11 @@ func TestHoldJobNamespaceDefaults(t *testing.T) {
 	t.Parallel()
 	fs := &fakeScheduler{}
 	w := workloadHook(t, fs, fakeCluster{ns: optedIn()}, "westeurope")
+	defer func() {
+		if reqs := fs.requests(); len(reqs) != 1 || reqs[0].Origin != "NL" {
+			t.Errorf("asked %+v, want the baseline in the cluster's region's zone NL", reqs)
+		}
+	}()
 	in := job("batch", nil, false)
 	var got batchv1.Job
 	admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
@@ -212,6 +223,9 @@ func TestWorkloadBadInput(t *testing.T) {
 		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Minute).Format(time.RFC3339)}},
 		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "-PT1H"}},
 		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "soon"}},
+		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationPowerWatts: "-5"}},
+		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationPowerWatts: "1e9"}},
+		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationPowerWatts: "NaN"}},
 	} {
 		r := w.Admit(context.Background(), workloadRequest(t, admissionv1.Create, job("web", tc.annotations, false), nil), "r")
 		if r.Allowed || r.Result.Code != 400 || !strings.Contains(r.Result.Message, "metadata.annotations[carbongate.io/") {
@@ -250,5 +264,54 @@ func TestWorkloadUpdateKeepsDecision(t *testing.T) {
 	}
 	if d, err := hold.Parse(got.Annotations); err != nil || d.Region != "westeurope" {
 		t.Fatalf("decision %+v %v, want the old one back", d, err)
+	}
+}
+
+func TestAllowedRegions(t *testing.T) {
+	t.Parallel()
+	req := func(op corev1.NodeSelectorOperator, key string, vals ...string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: vals}
+	}
+	terms := func(ts ...[]corev1.NodeSelectorRequirement) *corev1.Affinity {
+		sel := &corev1.NodeSelector{}
+		for _, r := range ts {
+			sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchExpressions: r})
+		}
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
+	}
+	in := corev1.NodeSelectorOpIn
+	for _, tc := range []struct {
+		name string
+		ps   corev1.PodSpec
+		want []string
+	}{
+		{"nothing", corev1.PodSpec{}, nil},
+		{"node selector", corev1.PodSpec{NodeSelector: map[string]string{hold.RegionLabel: "westeurope"}}, []string{"westeurope"}},
+		{"other keys only", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, "disk", "ssd")})}, nil},
+		{"one term", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a", "b")})}, []string{"a", "b"}},
+		{"ANDed in a term", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a", "b"), req(in, hold.RegionLabel, "b", "c")})}, []string{"b"}},
+		{"ORed terms", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a")}, []corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "c")})}, []string{"a", "c"}},
+		{"a term without a region rule", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a")}, []corev1.NodeSelectorRequirement{req(in, "disk", "ssd")})}, nil},
+		{"selector and affinity", corev1.PodSpec{NodeSelector: map[string]string{hold.RegionLabel: "a"}, Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a", "b")})}, []string{"a"}},
+	} {
+		if got := allowedRegions(&tc.ps); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHoldJobRespectsItsRegion(t *testing.T) {
+	t.Parallel()
+	fs := &fakeScheduler{ranking: []forecast.Zone{"DE"}}
+	w := workloadHook(t, fs, fakeCluster{regions: []string{"westeurope", "germanyn", "uksouth"}, ns: optedIn()}, "")
+	in := job("batch", nil, false)
+	in.Spec.Template.Spec.NodeSelector = map[string]string{hold.RegionLabel: "westeurope"}
+	var got batchv1.Job
+	admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
+	if reqs := fs.requests(); len(reqs) != 1 || !slices.Equal(reqs[0].Zones, []forecast.Zone{"NL"}) {
+		t.Fatalf("asked %+v, want only NL: the pods may only run in westeurope", reqs)
+	}
+	if d, err := hold.Parse(got.Annotations); err != nil || d.Region != "westeurope" {
+		t.Fatalf("decision %+v (%v), want westeurope", d, err)
 	}
 }

@@ -52,7 +52,11 @@ const (
 	AnnotationStart      = "carbongate.io/scheduling-time"
 	AnnotationReleaseBy  = "carbongate.io/release-by"
 	AnnotationSavingsPct = "carbongate.io/savings-pct"
-	AnnotationReleasedAt = "carbongate.io/released-at"
+	// AnnotationAvoidedGrams is the CO2 the decision avoids against running
+	// at once in the cluster's region, in grams (gCO2eq), when the workload
+	// declares its power (AnnotationPowerWatts).
+	AnnotationAvoidedGrams = "carbongate.io/avoided-g"
+	AnnotationReleasedAt   = "carbongate.io/released-at"
 	// AnnotationReleaseReason says why the controller released: one of
 	// the Reason values.
 	AnnotationReleaseReason = "carbongate.io/release-reason"
