@@ -34,6 +34,8 @@ type Controller struct {
 	ClusterRegion   string        // --cluster-region
 	HoldDuration    time.Duration // --hold-duration
 	HoldMaxDelay    time.Duration // --hold-max-delay
+	QPS             float64       // --kube-qps
+	Burst           int           // --kube-burst
 
 	ctl    *controller.Controller
 	cancel context.CancelFunc
@@ -46,6 +48,8 @@ func (c *Controller) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LeaseDuration, "leader-lease-duration", controller.DefaultLeaseDuration, "how long a replica waits for a silent leader before taking over")
 	fs.DurationVar(&c.RenewDeadline, "leader-renew-deadline", controller.DefaultRenewDeadline, "how long the leader tries to renew its Lease before it stops acting")
 	fs.DurationVar(&c.RetryPeriod, "leader-retry-period", controller.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease")
+	fs.Float64Var(&c.QPS, "kube-qps", controller.DefaultQPS, "the controller's Kubernetes API requests per second at most (releases are requests)")
+	fs.IntVar(&c.Burst, "kube-burst", controller.DefaultBurst, "Kubernetes API requests allowed above --kube-qps in a burst")
 	fs.StringVar(&c.ClusterProvider, "cluster-provider", c.ClusterProvider, "cloud provider (aws, gcp, azure, oracle) whose region names the nodes' "+`topology.kubernetes.io/region labels carry; default: the first provider with the name`)
 	fs.StringVar(&c.ClusterRegion, "cluster-region", c.ClusterRegion, "the cluster's region, the only candidate when no node carries a region label (time-shifting only)")
 	fs.DurationVar(&c.HoldDuration, "hold-duration", admission.DefaultWorkloadDuration, "run time of a held workload that states none (annotation carbongate.io/duration or activeDeadlineSeconds)")
@@ -62,6 +66,8 @@ func (c *Controller) check() error {
 		return errors.New("--controller-namespace must not be empty")
 	case !(c.RetryPeriod > 0 && c.RetryPeriod < c.RenewDeadline && c.RenewDeadline < c.LeaseDuration):
 		return fmt.Errorf("want 0 < --leader-retry-period < --leader-renew-deadline < --leader-lease-duration, got %v, %v, %v", c.RetryPeriod, c.RenewDeadline, c.LeaseDuration)
+	case !(c.QPS > 0) || c.Burst < 1:
+		return fmt.Errorf("--kube-qps must be positive and --kube-burst at least 1, got %v and %d", c.QPS, c.Burst)
 	case c.HoldDuration <= 0 || c.HoldMaxDelay < 0:
 		return fmt.Errorf("--hold-duration must be positive and --hold-max-delay not negative, got %v and %v", c.HoldDuration, c.HoldMaxDelay)
 	}
@@ -80,6 +86,7 @@ func (c *Controller) open(m *Main, clk clock.Clock, reg prometheus.Registerer) e
 	c.ctl, err = controller.New(controller.Config{
 		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
+		QPS: float32(c.QPS), Burst: c.Burst,
 		Registerer: reg, Logger: m.Logger,
 	})
 	return err

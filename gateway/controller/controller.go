@@ -53,6 +53,10 @@ const (
 	DefaultRenewDeadline = 10 * time.Second
 	DefaultRetryPeriod   = 2 * time.Second
 	DefaultWorkers       = 8
+	// The client's own rate limit of API requests (client-go's default,
+	// 5/s, would make a minute's releases of thousands of workloads late).
+	DefaultQPS   = 200
+	DefaultBurst = 400
 )
 
 // Config configures a Controller.
@@ -66,6 +70,8 @@ type Config struct {
 	RenewDeadline  time.Duration // default DefaultRenewDeadline
 	RetryPeriod    time.Duration // default DefaultRetryPeriod
 	Workers        int           // concurrent reconciles per kind; default DefaultWorkers
+	QPS            float32       // API requests per second at most; default DefaultQPS
+	Burst          int           // above QPS in bursts; default DefaultBurst
 	Registerer     prometheus.Registerer
 	Logger         *slog.Logger // nil: discard
 }
@@ -88,6 +94,8 @@ func New(cfg Config) (*Controller, error) {
 	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline)
 	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod)
 	cfg.Workers = cmp.Or(cfg.Workers, DefaultWorkers)
+	cfg.REST = rest.CopyConfig(cfg.REST)
+	cfg.REST.QPS, cfg.REST.Burst = cmp.Or(cfg.QPS, DefaultQPS), cmp.Or(cfg.Burst, DefaultBurst)
 	if !(cfg.RetryPeriod < cfg.RenewDeadline && cfg.RenewDeadline < cfg.LeaseDuration) {
 		return nil, fmt.Errorf("controller: want retry period < renew deadline < lease duration, got %v, %v, %v", cfg.RetryPeriod, cfg.RenewDeadline, cfg.LeaseDuration)
 	}
@@ -114,17 +122,27 @@ func New(cfg Config) (*Controller, error) {
 		LeaseDuration:                 &cfg.LeaseDuration,
 		RenewDeadline:                 &cfg.RenewDeadline,
 		RetryPeriod:                   &cfg.RetryPeriod,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only held workloads are cached: not every Pod of the cluster.
-			&batchv1.Job{}: {Label: held},
-			&corev1.Pod{}:  {Label: held},
-		}},
+		Cache: cache.Options{
+			// managedFields are half of a small object and never read here.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				// Only held workloads are cached: not every Pod of the cluster.
+				&batchv1.Job{}: {Label: held},
+				&corev1.Pod{}:  {Label: held},
+			}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c := &Controller{cfg: cfg, mgr: mgr, metrics: newMetrics(cfg.Registerer)}
 	c.cluster = &clusterView{reader: mgr.GetCache(), log: cfg.Logger}
+	// The webhook's informers start with the cache, not at the first
+	// admission (which would wait for them to sync).
+	for _, kind := range []string{"Node", "Namespace"} {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), metaOf(kind)); err != nil {
+			return nil, fmt.Errorf("controller: %s informer: %w", kind, err)
+		}
+	}
 	if err := c.setup(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ type metrics struct {
 	releases *prometheus.CounterVec
 	lag      *prometheus.HistogramVec
 	leader   prometheus.Gauge
+	avoided  *prometheus.CounterVec
 
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // kind → keys of the workloads held
@@ -32,6 +33,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_leader",
 			Help: "1 while this replica holds the controller's Lease (only the leader releases).",
 		}),
+		avoided: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_controller_avoided_grams_total",
+			Help: "Estimated gCO2eq avoided by workloads released at their decided start, against running at once in the cluster's region (workloads that declare carbongate.io/power-watts), by namespace.",
+		}, []string{"namespace"}),
 		held: map[string]map[string]struct{}{},
 	}
 	if reg != nil {
@@ -39,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_held_workloads",
 			Help: "Workloads this replica waits to release (all kinds; only the leader holds any).",
 		}, func() float64 { return float64(m.count()) })
-		reg.MustRegister(m.releases, m.lag, m.leader, held)
+		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, held)
 	}
 	return m
 }

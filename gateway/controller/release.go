@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -108,6 +109,9 @@ func (r *releaser) releaseNow(ctx context.Context, obj client.Object, reason str
 	}
 	lag := clock.Wall(r.clock, now.Sub(due))
 	r.metrics.released(r.kind, reason, lag)
+	if g, err := strconv.ParseFloat(obj.GetAnnotations()[hold.AnnotationAvoidedGrams], 64); err == nil && g > 0 && reason == hold.ReasonScheduled {
+		r.metrics.avoided.WithLabelValues(obj.GetNamespace()).Add(g)
+	}
 	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
 	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released (%s) at %s, %v after its time", reason, now.Format(time.RFC3339), lag.Round(time.Millisecond))
 	r.log.Info("released", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "reason", reason, "lag", lag.String())

@@ -48,7 +48,7 @@ const (
 // Polling of a released template's object for readiness and retries of a
 // failed creation, in wall time.
 const (
-	trackEvery = 5 * time.Second
+	trackEvery = 10 * time.Second
 	retryEvery = 15 * time.Second
 )
 
