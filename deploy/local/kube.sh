@@ -5,8 +5,10 @@
 # passes it in the environment).
 #
 #   up    starts etcd and kube-apiserver on free loopback ports, installs the
-#         VmTemplate CRD, starts carbongate (--admission, replay clock) over
-#         TLS, registers it with `carbonctl deploy render --webhook` and waits
+#         VmTemplate CRD and three Node objects labelled with Azure regions
+#         (stand-ins for a multi-region cluster), starts carbongate
+#         (--admission --controller, replay clock at REPLAY_SPEED) over TLS,
+#         registers it with `carbonctl deploy render --webhook` and waits
 #         until the API server calls it; then prints the KUBECONFIG line and
 #         an example. When everything is already up it says so and prints the
 #         lines again; leftovers of a failed or half-stopped start are stopped
@@ -26,7 +28,8 @@
 # Environment (up): KUBE_DIR (state, default .cache/kube), KUBE_ASSETS (the
 # directory holding kube-apiserver and etcd, as test/setup/kube.sh prints),
 # KUBE_BIN (the directory holding carbongate and carbonctl), KUBE_MODELS
-# (trained models, as `make run` uses), REPLAY_START (the replay clock).
+# (trained models, as `make run` uses), REPLAY_START (the replay clock),
+# REPLAY_SPEED (how many times as fast as the wall it runs; default 360).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -34,6 +37,7 @@ state="${KUBE_DIR:-$root/.cache/kube}"
 mkdir -p "$(dirname "$state")"
 state="$(cd "$(dirname "$state")" && pwd)/$(basename "$state")"
 example="deploy/local/vmtemplate.yaml"
+job_example="deploy/local/job.yaml"
 procs=(carbongate kube-apiserver etcd) # in stopping order
 
 log() { echo "kube-up: $*" >&2; }
@@ -99,8 +103,9 @@ down() {
 print_lines() {
   cat <<EOF
 
-A Kubernetes API server with carbongate as the VmTemplate admission webhook is up
-(state, logs and certificates in $state). Point kubectl at it and create a VmTemplate:
+A Kubernetes API server with carbongate as its admission webhook and controller is up (state,
+logs and certificates in $state; the replay clock runs ${REPLAY_SPEED:-360} times as fast as the
+wall). Point kubectl at it and create a VmTemplate:
 
   export KUBECONFIG=$state/kubeconfig
   kubectl apply -f $example
@@ -108,7 +113,14 @@ A Kubernetes API server with carbongate as the VmTemplate admission webhook is u
   kubectl get vmtemplate batch-1 -n jobs -o yaml
 
 The stored object carries the decision: spec.schedulingRegion, spec.schedulingTime and the
-carbongate.io/provenance annotation. Stop everything with: make kube-down
+carbongate.io/provenance annotation; at that time the controller creates its provider object
+(status.phase Released). Then a Job that carbongate holds, suspended, until its time:
+
+  kubectl apply -f $job_example
+  kubectl get job render -n batch -o yaml
+  kubectl get events -n batch --watch
+
+Stop everything with: make kube-down
 
 EOF
 }
@@ -283,10 +295,6 @@ EOF
     --service-account-signing-key-file "$state/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 --disable-admission-plugins ServiceAccount \
     --endpoint-reconciler-type none --admission-control-config-file "$state/admission.yaml"
-  start carbongate "$bin/carbongate" --addr "127.0.0.1:$gate_port" --models "$models" \
-    --clock replay --replay-start "$REPLAY_START" --drain-delay 0s \
-    --admission --tls-cert "$state/carbongate.crt" --tls-key "$state/carbongate.key" \
-    --admission-client-ca "$state/ca.crt"
   await kube-apiserver "ready" curl -fsS --cacert "$state/ca.crt" --cert "$state/admin.crt" \
     --key "$state/admin.key" "$api/readyz"
   log "kube-apiserver ready after $((SECONDS - t0)) s"
@@ -294,6 +302,19 @@ EOF
   (cd "$root" && kubectl apply -f deploy/crd/vmtemplate.yaml) >/dev/null
   await kube-apiserver "serving the VmTemplate CRD" \
     kubectl wait --for condition=Established --timeout 10s crd/vmtemplates.carbongate.io
+  # Nodes in three regions (no kubelet: objects only), so that held Jobs are placed as well as
+  # timed, as in a multi-region or virtual-node (Liqo) cluster.
+  local region
+  for region in westeurope swedencentral polandcentral; do
+    printf 'apiVersion: v1\nkind: Node\nmetadata:\n  name: kube-up-%s\n  labels: {topology.kubernetes.io/region: %s}\n' \
+      "$region" "$region" | kubectl apply -f - >/dev/null
+  done
+  # After the CRD: the controller watches VmTemplates from its start.
+  start carbongate "$bin/carbongate" --addr "127.0.0.1:$gate_port" --models "$models" \
+    --clock replay --replay-start "$REPLAY_START" --replay-speed "${REPLAY_SPEED:-360}" --drain-delay 0s \
+    --admission --tls-cert "$state/carbongate.crt" --tls-key "$state/carbongate.key" \
+    --admission-client-ca "$state/ca.crt" \
+    --controller --kubeconfig "$state/kubeconfig" --controller-namespace default --cluster-provider azure
   await carbongate "ready" curl -fsS --cacert "$state/ca.crt" "$gate/readyz"
   "$bin/carbonctl" deploy render --webhook --ca-bundle "$state/ca.crt" \
     --url "$gate/v1/admission/mutate" | kubectl apply -f - >/dev/null

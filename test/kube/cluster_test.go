@@ -169,7 +169,7 @@ func (c *cluster) write(t testing.TB, name string, b []byte) string {
 
 // kubeconfig writes a kubeconfig for user (a new client-certificate
 // identity in groups) and returns its path.
-func (c *cluster) kubeconfig(t *testing.T, user string, groups ...string) string {
+func (c *cluster) kubeconfig(t testing.TB, user string, groups ...string) string {
 	t.Helper()
 	u, err := c.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,23 +182,51 @@ func testJob(name string, annotations map[string]string) *batchv1.Job {
 			Containers: []corev1.Container{{Name: "work", Image: "busybox"}}}}}}
 }
 
-// now reads g's replay clock.
-func (g *gate) now(t testing.TB) time.Time {
+// get GETs path from g and returns the body of a 200 answer.
+func (g *gate) get(t testing.TB, path string) []byte {
 	t.Helper()
-	resp, err := g.client.Get(g.URL + "/v1/zones")
+	resp, err := g.client.Get(g.URL + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s (%v)", path, resp.StatusCode, b, err)
+	}
+	return b
+}
+
+// now reads g's replay clock.
+func (g *gate) now(t testing.TB) time.Time {
+	t.Helper()
 	var body struct {
 		Clock struct {
 			Now time.Time `json:"now"`
 		} `json:"clock"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
-		t.Fatalf("GET /v1/zones: %d", resp.StatusCode)
+	if err := json.Unmarshal(g.get(t, "/v1/zones"), &body); err != nil {
+		t.Fatalf("GET /v1/zones: %v", err)
 	}
 	return body.Clock.Now
+}
+
+// metric scrapes g's /metrics for the value of series (name{labels} as
+// exposed); absent fails the test.
+func (g *gate) metric(t testing.TB, series string) float64 {
+	t.Helper()
+	b := g.get(t, "/metrics")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no series %s in /metrics", series)
+	return 0
 }
 
 // released waits for a workload to carry the released label and returns
@@ -242,7 +273,7 @@ func (e *ctlEnv) testJob(t *testing.T, g *gate) {
 	e.c.namespace(t, ns, map[string]string{labelMode: ctlMode, hold.NamespaceLabel: hold.NamespaceEnabled})
 	jobs := e.c.kube.BatchV1().Jobs(ns)
 	deadline := g.now(t).Add(14 * time.Hour).Format(time.RFC3339)
-	j, err := jobs.Create(ctx, testJob("train", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"}), metav1.CreateOptions{})
+	j, err := jobs.Create(ctx, testJob("train", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H", hold.AnnotationPowerWatts: "250"}), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +296,15 @@ func (e *ctlEnv) testJob(t *testing.T, g *gate) {
 		t.Fatalf("after release suspend=%v (%v), want false", j.Spec.Suspend, err)
 	}
 	e.checkEvents(t, ns, "train", "Released") // "Held" too when its start was not at once
+	if d.Reason() == hold.ReasonScheduled {
+		want, err := strconv.ParseFloat(a[hold.AnnotationAvoidedGrams], 64)
+		if err != nil {
+			t.Fatalf("avoided-g %q: %v", a[hold.AnnotationAvoidedGrams], err)
+		}
+		if got := g.metric(t, `carbongate_controller_avoided_grams_total{namespace="hold-jobs"}`); math.Abs(got-want) > 0.05 {
+			t.Errorf("avoided grams counter %v, want the job's %v", got, want)
+		}
+	}
 
 	// Day 2: an update that drops the decision's annotations gets them back.
 	j.Annotations = map[string]string{"resized": "yes"}
@@ -481,6 +521,13 @@ func (e *ctlEnv) testFailover(t *testing.T, g *gate) {
 		return e.c.kube.BatchV1().Jobs(ns).Get(ctx, "handover", metav1.GetOptions{})
 	})
 	checkOnTime(t, a, hold.ReasonScheduled)
+	evs, err := e.c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=handover,reason=Released"})
+	if err != nil || len(evs.Items) != 1 || evs.Items[0].Count > 1 {
+		t.Errorf("Released events %+v (%v), want exactly one", evs, err)
+	}
+	if strings.Contains(g.Log(), `"name":"handover"`) && strings.Contains(g.Log(), `"msg":"released","kind":"job","namespace":"failover"`) {
+		t.Errorf("the killed leader released the job too")
+	}
 	if !strings.Contains(standby.Log(), `"msg":"released"`) {
 		t.Errorf("the standby's log does not show the release:\n%s", tail(standby.Log(), 2000))
 	}

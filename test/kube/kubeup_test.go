@@ -51,11 +51,14 @@ func TestKubeUp(t *testing.T) {
 		t.Fatalf("make kube-up: %v\n%s%s", err, out, stateLogs(state))
 	}
 	up := time.Since(start)
-	kubeconfig, apply := followLines(t, out)
+	kubeconfig, applies := followLines(t, out)
 	if got, want := kubeconfig, filepath.Join(state, "kubeconfig"); got != want {
 		t.Fatalf("export KUBECONFIG=%s, want %s", got, want)
 	}
-
+	if len(applies) != 2 {
+		t.Fatalf("make kube-up suggests %d kubectl apply lines, want the VmTemplate's and the Job's", len(applies))
+	}
+	apply := applies[0]
 	if b, err := kubectl(root, kubeconfig, apply...); err != nil {
 		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(apply, " "), err, b, stateLogs(state))
 	}
@@ -68,6 +71,8 @@ func TestKubeUp(t *testing.T) {
 	t.Logf("make kube-up in %v; from its start to a scheduled VmTemplate: %v (goal when warm: < 30s)",
 		up.Round(100*time.Millisecond), scheduled.Round(100*time.Millisecond))
 
+	checkHeldJob(t, root, kubeconfig, applies[1], state)
+
 	again, err := makeTarget(root, state, "kube-up")
 	if err != nil {
 		t.Fatalf("make kube-up again: %v\n%s", err, again)
@@ -75,8 +80,8 @@ func TestKubeUp(t *testing.T) {
 	if !strings.Contains(string(again), "kube-up: already up") {
 		t.Errorf("make kube-up again does not say it is up:\n%s", again)
 	}
-	if k, a := followLines(t, again); k != kubeconfig || !slices.Equal(a, apply) {
-		t.Errorf("make kube-up again printed KUBECONFIG=%s and kubectl %v, want %s and %v", k, a, kubeconfig, apply)
+	if k, a := followLines(t, again); k != kubeconfig || !slices.EqualFunc(a, applies, slices.Equal) {
+		t.Errorf("make kube-up again printed KUBECONFIG=%s and kubectl %v, want %s and %v", k, a, kubeconfig, applies)
 	}
 
 	pids := map[string]int{}
@@ -145,9 +150,55 @@ func kubectl(root, kubeconfig string, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
+// checkHeldJob applies the Job example as the README says and checks the
+// stored Job is suspended with its decision, then released by the
+// controller (the replay clock runs at REPLAY_SPEED 360: at most five
+// hours of waiting take 50 s).
+func checkHeldJob(t *testing.T, root, kubeconfig string, apply []string, state string) {
+	t.Helper()
+	if b, err := kubectl(root, kubeconfig, apply...); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(apply, " "), err, b, stateLogs(state))
+	}
+	var job struct {
+		Metadata struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			Suspend *bool `json:"suspend"`
+		} `json:"spec"`
+	}
+	get := func() {
+		b, err := kubectl(root, kubeconfig, "get", "job", "render", "-n", "batch", "-o", "json")
+		if err != nil {
+			t.Fatalf("kubectl get job: %v\n%s", err, b)
+		}
+		if err := json.Unmarshal(b, &job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get()
+	if job.Spec.Suspend == nil || !*job.Spec.Suspend || job.Metadata.Labels["carbongate.io/hold"] != "held" {
+		if job.Metadata.Labels["carbongate.io/hold"] != "released" { // released already is fine: its time was now
+			t.Fatalf("the stored Job is not held: suspend=%v labels=%v annotations=%v", job.Spec.Suspend, job.Metadata.Labels, job.Metadata.Annotations)
+		}
+	}
+	t.Logf("Job held for %s in %s (saving %s %%, %s g avoided)", job.Metadata.Annotations["carbongate.io/scheduling-time"],
+		job.Metadata.Annotations["carbongate.io/scheduling-region"], job.Metadata.Annotations["carbongate.io/savings-pct"], job.Metadata.Annotations["carbongate.io/avoided-g"])
+	held := time.Now()
+	eventually(t, 90*time.Second, "the Job released", func() error {
+		get()
+		if job.Spec.Suspend != nil && *job.Spec.Suspend {
+			return errors.New("still suspended")
+		}
+		return nil
+	})
+	t.Logf("Job released after %v (wall), reason %s", time.Since(held).Round(100*time.Millisecond), job.Metadata.Annotations["carbongate.io/release-reason"])
+}
+
 // followLines finds the lines make kube-up tells the user to run: the
-// KUBECONFIG path and the arguments of the kubectl apply.
-func followLines(t *testing.T, out []byte) (kubeconfig string, apply []string) {
+// KUBECONFIG path and the arguments of each kubectl apply.
+func followLines(t *testing.T, out []byte) (kubeconfig string, applies [][]string) {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -156,13 +207,13 @@ func followLines(t *testing.T, out []byte) (kubeconfig string, apply []string) {
 			kubeconfig = v
 		}
 		if v, ok := strings.CutPrefix(line, "kubectl apply "); ok {
-			apply = append([]string{"apply"}, strings.Fields(v)...)
+			applies = append(applies, append([]string{"apply"}, strings.Fields(v)...))
 		}
 	}
-	if kubeconfig == "" || apply == nil {
+	if kubeconfig == "" || applies == nil {
 		t.Fatalf("make kube-up printed no export KUBECONFIG= or kubectl apply line:\n%s", out)
 	}
-	return kubeconfig, apply
+	return kubeconfig, applies
 }
 
 // checkScheduled checks the stored VmTemplate (JSON) carries carbongate's

@@ -157,43 +157,13 @@ func (c cpuRun) perReview() time.Duration {
 // measureCPU runs run and returns the CPU time process pid spent meanwhile.
 func measureCPU(tb testing.TB, pid int, run func() loadResult) cpuRun {
 	tb.Helper()
-	before := procCPU(tb, pid)
+	before := services.ProcCPU(tb, pid)
 	r := run()
-	c := cpuRun{r: r, cpu: procCPU(tb, pid) - before}
+	c := cpuRun{r: r, cpu: services.ProcCPU(tb, pid) - before}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			c.load, _ = strconv.ParseFloat(f[0], 64)
 		}
 	}
 	return c
-}
-
-// clockTick is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
-// 100 on Linux whatever the kernel's own tick rate).
-const clockTick = 10 * time.Millisecond
-
-// procCPU is the user plus system CPU time process pid has used so far
-// (all its threads), from /proc/<pid>/stat.
-func procCPU(tb testing.TB, pid int) time.Duration {
-	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatalf("CPU time of process %d: %v", pid, err)
-	}
-	// The fields after the command name, which is in parentheses and may
-	// hold spaces: state is field 3, utime 14 and stime 15.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		tb.Fatalf("/proc/%d/stat: %d fields after the command name, want at least 13", pid, len(f))
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			tb.Fatalf("/proc/%d/stat: %v", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * clockTick
 }

@@ -292,3 +292,33 @@ func ProcStatus(tb testing.TB, pid int, field string) int64 {
 	}
 	return kb
 }
+
+// clockTick is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
+// 100 on Linux whatever the kernel's own tick rate).
+const clockTick = 10 * time.Millisecond
+
+// ProcCPU is the user plus system CPU time process pid has used so far
+// (all its threads), from /proc/<pid>/stat.
+func ProcCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatalf("CPU time of process %d: %v", pid, err)
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14 and stime 15.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		tb.Fatalf("/proc/%d/stat: %d fields after the command name, want at least 13", pid, len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick
+}
