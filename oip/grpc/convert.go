@@ -1,7 +1,6 @@
 package oipgrpc
 
 import (
-	"encoding/binary"
 	"math"
 	"strconv"
 
@@ -105,96 +104,6 @@ func toContents(t *oip.Tensor) *pb.InferTensorContents {
 	return c
 }
 
-// toRaw encodes t's data as raw contents: little-endian elements of the
-// datatype's width, BOOL as one byte 0/1, BYTES as a 4-byte little-endian
-// length before each element (the Triton/KServe convention). t must be
-// valid.
-func toRaw(t *oip.Tensor) []byte {
-	le := binary.LittleEndian
-	switch t.Datatype {
-	case oip.BOOL:
-		b := make([]byte, len(t.BOOL))
-		for i, v := range t.BOOL {
-			if v {
-				b[i] = 1
-			}
-		}
-		return b
-	case oip.INT8:
-		b := make([]byte, len(t.INT32))
-		for i, v := range t.INT32 {
-			b[i] = byte(int8(v))
-		}
-		return b
-	case oip.INT16:
-		b := make([]byte, 2*len(t.INT32))
-		for i, v := range t.INT32 {
-			le.PutUint16(b[2*i:], uint16(int16(v)))
-		}
-		return b
-	case oip.INT32:
-		b := make([]byte, 4*len(t.INT32))
-		for i, v := range t.INT32 {
-			le.PutUint32(b[4*i:], uint32(v))
-		}
-		return b
-	case oip.INT64:
-		b := make([]byte, 8*len(t.INT64))
-		for i, v := range t.INT64 {
-			le.PutUint64(b[8*i:], uint64(v))
-		}
-		return b
-	case oip.UINT8:
-		b := make([]byte, len(t.UINT64))
-		for i, v := range t.UINT64 {
-			b[i] = byte(v)
-		}
-		return b
-	case oip.UINT16:
-		b := make([]byte, 2*len(t.UINT64))
-		for i, v := range t.UINT64 {
-			le.PutUint16(b[2*i:], uint16(v))
-		}
-		return b
-	case oip.UINT32:
-		b := make([]byte, 4*len(t.UINT64))
-		for i, v := range t.UINT64 {
-			le.PutUint32(b[4*i:], uint32(v))
-		}
-		return b
-	case oip.UINT64:
-		b := make([]byte, 8*len(t.UINT64))
-		for i, v := range t.UINT64 {
-			le.PutUint64(b[8*i:], v)
-		}
-		return b
-	case oip.FP32:
-		b := make([]byte, 4*len(t.FP32))
-		for i, v := range t.FP32 {
-			le.PutUint32(b[4*i:], math.Float32bits(v))
-		}
-		return b
-	case oip.FP64:
-		b := make([]byte, 8*len(t.FP64))
-		for i, v := range t.FP64 {
-			le.PutUint64(b[8*i:], math.Float64bits(v))
-		}
-		return b
-	case oip.BYTES:
-		n := 0
-		for _, e := range t.BYTES {
-			n += 4 + len(e)
-		}
-		b := make([]byte, 0, n)
-		for _, e := range t.BYTES {
-			b = le.AppendUint32(b, uint32(len(e)))
-			b = append(b, e...)
-		}
-		return b
-	}
-	return nil
-}
-
 // wire is a tensor as the proto carries it, before decoding.
 type wire struct {
 	name     string
@@ -229,7 +138,7 @@ func (w *wire) decode() (oip.Tensor, error) {
 		if contentsLen(w.contents) != 0 {
 			return t, forecast.FieldErrorf(forecast.EINVALID, w.name, "tensor %q has both raw contents and contents", w.name)
 		}
-		if err := decodeRaw(&t, n, w.raw); err != nil {
+		if err := oip.DecodeRaw(&t, w.raw, n, "raw contents"); err != nil {
 			return t, err
 		}
 	} else if err := decodeContents(&t, n, w.contents); err != nil {
@@ -284,95 +193,6 @@ func decodeContents(t *oip.Tensor, n int, c *pb.InferTensorContents) error {
 	return nil
 }
 
-func decodeRaw(t *oip.Tensor, n int, raw []byte) error {
-	le := binary.LittleEndian
-	if t.Datatype == oip.BYTES {
-		elems := make([][]byte, 0, min(n, len(raw)/4))
-		for rest := raw; len(rest) > 0; {
-			if len(rest) < 4 {
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: raw BYTES contents end inside a length prefix", t.Name)
-			}
-			l := le.Uint32(rest)
-			rest = rest[4:]
-			if uint64(l) > uint64(len(rest)) {
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: raw BYTES element %d claims %d bytes, %d remain", t.Name, len(elems), l, len(rest))
-			}
-			if len(elems) == n {
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: raw BYTES contents hold more than the %d elements of shape %v", t.Name, n, t.Shape)
-			}
-			elems = append(elems, rest[:l:l])
-			rest = rest[l:]
-		}
-		if len(elems) != n {
-			return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: shape %v holds %d elements, raw BYTES contents have %d", t.Name, t.Shape, n, len(elems))
-		}
-		t.BYTES = elems
-		return nil
-	}
-	size := t.Datatype.Size()
-	if size == 0 || len(raw)%size != 0 || len(raw)/size != n {
-		return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: raw contents hold %d bytes, shape %v of %s needs %d×%d", t.Name, len(raw), t.Shape, t.Datatype, n, size)
-	}
-	switch t.Datatype {
-	case oip.BOOL:
-		t.BOOL = make([]bool, n)
-		for i, b := range raw {
-			t.BOOL[i] = b != 0
-		}
-	case oip.INT8:
-		t.INT32 = make([]int32, n)
-		for i, b := range raw {
-			t.INT32[i] = int32(int8(b))
-		}
-	case oip.INT16:
-		t.INT32 = make([]int32, n)
-		for i := range t.INT32 {
-			t.INT32[i] = int32(int16(le.Uint16(raw[2*i:])))
-		}
-	case oip.INT32:
-		t.INT32 = make([]int32, n)
-		for i := range t.INT32 {
-			t.INT32[i] = int32(le.Uint32(raw[4*i:]))
-		}
-	case oip.INT64:
-		t.INT64 = make([]int64, n)
-		for i := range t.INT64 {
-			t.INT64[i] = int64(le.Uint64(raw[8*i:]))
-		}
-	case oip.UINT8:
-		t.UINT64 = make([]uint64, n)
-		for i, b := range raw {
-			t.UINT64[i] = uint64(b)
-		}
-	case oip.UINT16:
-		t.UINT64 = make([]uint64, n)
-		for i := range t.UINT64 {
-			t.UINT64[i] = uint64(le.Uint16(raw[2*i:]))
-		}
-	case oip.UINT32:
-		t.UINT64 = make([]uint64, n)
-		for i := range t.UINT64 {
-			t.UINT64[i] = uint64(le.Uint32(raw[4*i:]))
-		}
-	case oip.UINT64:
-		t.UINT64 = make([]uint64, n)
-		for i := range t.UINT64 {
-			t.UINT64[i] = le.Uint64(raw[8*i:])
-		}
-	case oip.FP32:
-		t.FP32 = make([]float32, n)
-		for i := range t.FP32 {
-			t.FP32[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-		}
-	case oip.FP64:
-		t.FP64 = make([]float64, n)
-		for i := range t.FP64 {
-			t.FP64[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-		}
-	}
-	return nil
-}
-
 // encodeTensors converts tensors to their proto form, raw or as contents.
 // Tensors must be valid.
 func encodeTensors[T any](field string, ts []oip.Tensor, raw bool, mk func(name, datatype string, shape []int64, params map[string]*pb.InferParameter, c *pb.InferTensorContents) T) ([]T, [][]byte, error) {
@@ -389,7 +209,7 @@ func encodeTensors[T any](field string, ts []oip.Tensor, raw bool, mk func(name,
 		}
 		var c *pb.InferTensorContents
 		if raw {
-			raws[i] = toRaw(t)
+			raws[i] = oip.AppendRaw(nil, t)
 		} else {
 			c = toContents(t)
 		}

@@ -2,7 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -276,7 +275,7 @@ func appendTensor(buf []byte, t *oip.Tensor, bin bool, tail *[]byte) ([]byte, er
 	var err error
 	if bin {
 		n := len(*tail)
-		*tail = appendBinary(*tail, t)
+		*tail = oip.AppendRaw(*tail, t)
 		if buf, err = appendParams(buf, t.Parameters, len(*tail)-n); err != nil {
 			return buf, err
 		}
@@ -366,80 +365,6 @@ func nonFinite(t *oip.Tensor, i int) error {
 	return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: element %d is not finite and JSON cannot carry it; use binary data", t.Name, i)
 }
 
-// appendBinary appends t's data in the extension's binary form: little
-// endian, row major; BOOL one byte; BYTES a 4-byte length then the bytes.
-func appendBinary(buf []byte, t *oip.Tensor) []byte {
-	le := binary.LittleEndian
-	switch t.Datatype {
-	case oip.FP32:
-		buf = growBy(buf, 4*len(t.FP32))
-		for _, v := range t.FP32 {
-			buf = le.AppendUint32(buf, math.Float32bits(v))
-		}
-	case oip.FP64:
-		buf = growBy(buf, 8*len(t.FP64))
-		for _, v := range t.FP64 {
-			buf = le.AppendUint64(buf, math.Float64bits(v))
-		}
-	case oip.INT64:
-		buf = growBy(buf, 8*len(t.INT64))
-		for _, v := range t.INT64 {
-			buf = le.AppendUint64(buf, uint64(v))
-		}
-	case oip.INT8:
-		for _, v := range t.INT32 {
-			buf = append(buf, byte(v))
-		}
-	case oip.INT16:
-		for _, v := range t.INT32 {
-			buf = le.AppendUint16(buf, uint16(v))
-		}
-	case oip.INT32:
-		for _, v := range t.INT32 {
-			buf = le.AppendUint32(buf, uint32(v))
-		}
-	case oip.UINT8:
-		for _, v := range t.UINT64 {
-			buf = append(buf, byte(v))
-		}
-	case oip.UINT16:
-		for _, v := range t.UINT64 {
-			buf = le.AppendUint16(buf, uint16(v))
-		}
-	case oip.UINT32:
-		for _, v := range t.UINT64 {
-			buf = le.AppendUint32(buf, uint32(v))
-		}
-	case oip.UINT64:
-		for _, v := range t.UINT64 {
-			buf = le.AppendUint64(buf, v)
-		}
-	case oip.BOOL:
-		for _, v := range t.BOOL {
-			if v {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
-		}
-	case oip.BYTES:
-		for _, v := range t.BYTES {
-			buf = le.AppendUint32(buf, uint32(len(v)))
-			buf = append(buf, v...)
-		}
-	}
-	return buf
-}
-
-func growBy(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), len(b)+n+len(b)/4)
-		copy(nb, b)
-		return nb
-	}
-	return b
-}
-
 // ---- decoding ----
 
 // splitBody splits a body into its JSON part and binary tail, given the
@@ -514,7 +439,7 @@ func (h *header) decodeBody(w *wireTensor, kind string, tail *[]byte, hasTail bo
 		}
 		raw := (*tail)[:h.binSize]
 		*tail = (*tail)[h.binSize:]
-		return decodeBinary(t, raw, h.n)
+		return oip.DecodeRaw(t, raw, h.n, "binary data")
 	case !hasData:
 		return forecast.FieldErrorf(forecast.EINVALID, t.Name, "%s %q has no data", kind, t.Name)
 	}
@@ -547,95 +472,6 @@ func decodeTensors(ws []wireTensor, kind string, tail *[]byte, hasTail bool, che
 		ts[i] = hs[i].t
 	}
 	return ts, nil
-}
-
-func decodeBinary(t *oip.Tensor, raw []byte, n int) error {
-	le := binary.LittleEndian
-	if t.Datatype == oip.BYTES {
-		out := make([][]byte, 0, min(n, len(raw)/4+1))
-		for len(raw) > 0 {
-			if len(raw) < 4 {
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: truncated BYTES length", t.Name)
-			}
-			l := le.Uint32(raw)
-			raw = raw[4:]
-			if uint64(l) > uint64(len(raw)) {
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: BYTES element of %d bytes exceeds the data", t.Name, l)
-			}
-			if len(out) == n {
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: more than %d BYTES elements", t.Name, n)
-			}
-			out = append(out, bytes.Clone(raw[:l:l]))
-			raw = raw[l:]
-		}
-		if len(out) != n {
-			return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: shape %v holds %d elements, binary data has %d", t.Name, t.Shape, n, len(out))
-		}
-		if out == nil {
-			out = [][]byte{}
-		}
-		t.BYTES = out
-		return nil
-	}
-	sz := t.Datatype.Size()
-	if sz == 0 || len(raw) != n*sz {
-		return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: %d binary bytes, shape %v of %s needs %d", t.Name, len(raw), t.Shape, t.Datatype, n*sz)
-	}
-	switch t.Datatype {
-	case oip.FP32:
-		t.FP32 = make([]float32, n)
-		for i := range t.FP32 {
-			t.FP32[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-		}
-	case oip.FP64:
-		t.FP64 = make([]float64, n)
-		for i := range t.FP64 {
-			t.FP64[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-		}
-	case oip.INT64:
-		t.INT64 = make([]int64, n)
-		for i := range t.INT64 {
-			t.INT64[i] = int64(le.Uint64(raw[8*i:]))
-		}
-	case oip.INT8, oip.INT16, oip.INT32:
-		t.INT32 = make([]int32, n)
-		for i := range t.INT32 {
-			switch sz {
-			case 1:
-				t.INT32[i] = int32(int8(raw[i]))
-			case 2:
-				t.INT32[i] = int32(int16(le.Uint16(raw[2*i:])))
-			default:
-				t.INT32[i] = int32(le.Uint32(raw[4*i:]))
-			}
-		}
-	case oip.UINT8, oip.UINT16, oip.UINT32, oip.UINT64:
-		t.UINT64 = make([]uint64, n)
-		for i := range t.UINT64 {
-			switch sz {
-			case 1:
-				t.UINT64[i] = uint64(raw[i])
-			case 2:
-				t.UINT64[i] = uint64(le.Uint16(raw[2*i:]))
-			case 4:
-				t.UINT64[i] = uint64(le.Uint32(raw[4*i:]))
-			default:
-				t.UINT64[i] = le.Uint64(raw[8*i:])
-			}
-		}
-	case oip.BOOL:
-		t.BOOL = make([]bool, n)
-		for i := range t.BOOL {
-			switch raw[i] {
-			case 0:
-			case 1:
-				t.BOOL[i] = true
-			default:
-				return forecast.FieldErrorf(forecast.EINVALID, t.Name, "tensor %q: BOOL byte %d is %d, want 0 or 1", t.Name, i, raw[i])
-			}
-		}
-	}
-	return nil
 }
 
 // decodeData parses JSON tensor data, flat or nested row-major. The nesting
