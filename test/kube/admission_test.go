@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -494,13 +495,25 @@ func (f fixture) checkDecision(t *testing.T, g *gate, prov string) *decision {
 		t.Errorf("the webhook chose %s with sources %v; carbongate answers %s with %v", d.Zone, d.Sources, a.Zone, sources)
 	}
 	if a.Start.Equal(d.Start) {
-		if !a.End.Equal(d.End) || a.MeanIntensity != d.MeanIntensity || !reflect.DeepEqual(answer.SavingsPct, d.SavingsPct) {
+		// The saving is against running now, a window that starts at the
+		// second of each call: a second later (a loaded machine) moves it a
+		// little. The decision itself must be the same.
+		if !a.End.Equal(d.End) || a.MeanIntensity != d.MeanIntensity || !closeSavings(answer.SavingsPct, d.SavingsPct) {
 			t.Errorf("the webhook's window %+v; carbongate answers %+v (savings %v)", d, a, answer.SavingsPct)
 		}
 	} else if lag := a.Start.Sub(d.Start); lag < 0 || lag > time.Since(written)+time.Minute || a.End.Sub(a.Start) != d.End.Sub(d.Start) {
 		t.Errorf("the webhook's window starts %s, carbongate's now %s: not a window starting \"now\" at two moments", d.Start, a.Start)
 	}
 	return &d
+}
+
+// closeSavings reports whether two savings (nil: no baseline) agree to a
+// tenth of a percentage point.
+func closeSavings(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return math.Abs(*a-*b) <= 0.1
 }
 
 // post sends body as JSON to carbongate and decodes a 200 answer into out.

@@ -71,6 +71,10 @@ admission:
 autoscaling: {enabled: true}
 store: {enabled: true, uriSecret: {name: carbongate-store}, migrate: true}
 backfill: {enabled: true, zones: [DE]}
+controller:
+  enabled: true
+  clusterProvider: azure
+  providerRules: [{apiGroups: [compute.azure.com], resources: [virtualmachines], verbs: [get, create]}]
 `},
 		{name: "opa webhook", release: "policy", ns: "helm-opa", webhooks: 1, values: `
 admission:
