@@ -331,31 +331,41 @@ func TestWebhookManifest(t *testing.T) {
 	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.APIVersion != "admissionregistration.k8s.io/v1" || cfg.Kind != "MutatingWebhookConfiguration" || len(cfg.Webhooks) != 1 {
-		t.Fatalf("%+v", cfg.TypeMeta)
+	if cfg.APIVersion != "admissionregistration.k8s.io/v1" || cfg.Kind != "MutatingWebhookConfiguration" || len(cfg.Webhooks) != 2 {
+		t.Fatalf("%+v with %d webhooks, want the VmTemplates' and the workloads'", cfg.TypeMeta, len(cfg.Webhooks))
 	}
-	w := cfg.Webhooks[0]
-	svc := w.ClientConfig.Service
-	switch {
-	case !slices.Equal(w.AdmissionReviewVersions, []string{"v1"}):
-		t.Errorf("admissionReviewVersions %v, want [v1]", w.AdmissionReviewVersions)
-	case w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone:
-		t.Errorf("sideEffects %v, want None", w.SideEffects)
-	case w.TimeoutSeconds == nil || *w.TimeoutSeconds != 5 || time.Duration(*w.TimeoutSeconds)*time.Second <= admission.DefaultTimeout:
-		t.Errorf("timeoutSeconds %v, want 5 (above %v)", w.TimeoutSeconds, admission.DefaultTimeout)
-	case w.FailurePolicy == nil:
-		t.Error("no failurePolicy")
-	case svc == nil || svc.Path == nil || *svc.Path != admission.Path:
-		t.Errorf("service %+v, want path %s", svc, admission.Path)
-	case !bytes.Equal(w.ClientConfig.CABundle, ca.PEM):
-		t.Error("caBundle does not decode to the CA")
-	case len(w.Rules) != 1:
-		t.Errorf("rules %+v", w.Rules)
+	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	wantRules := [][]admissionregistrationv1.RuleWithOperations{
+		{{Operations: createUpdate, Rule: admissionregistrationv1.Rule{APIGroups: []string{admission.Group}, APIVersions: []string{admission.Version}, Resources: []string{admission.Resource}}}},
+		{{Operations: createUpdate, Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}},
+			{Operations: createUpdate, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
 	}
-	r := w.Rules[0]
-	if !slices.Equal(r.APIGroups, []string{admission.Group}) || !slices.Equal(r.APIVersions, []string{admission.Version}) ||
-		!slices.Equal(r.Resources, []string{admission.Resource}) ||
-		!slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
-		t.Errorf("rule %+v", r)
+	for i, w := range cfg.Webhooks {
+		svc := w.ClientConfig.Service
+		switch {
+		case !slices.Equal(w.AdmissionReviewVersions, []string{"v1"}):
+			t.Errorf("%s: admissionReviewVersions %v, want [v1]", w.Name, w.AdmissionReviewVersions)
+		case w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone:
+			t.Errorf("%s: sideEffects %v, want None", w.Name, w.SideEffects)
+		case w.TimeoutSeconds == nil || *w.TimeoutSeconds != 5 || time.Duration(*w.TimeoutSeconds)*time.Second <= admission.DefaultTimeout:
+			t.Errorf("%s: timeoutSeconds %v, want 5 (above %v)", w.Name, w.TimeoutSeconds, admission.DefaultTimeout)
+		case w.FailurePolicy == nil:
+			t.Errorf("%s: no failurePolicy", w.Name)
+		case svc == nil || svc.Path == nil || *svc.Path != admission.Path:
+			t.Errorf("%s: service %+v, want path %s", w.Name, svc, admission.Path)
+		case !bytes.Equal(w.ClientConfig.CABundle, ca.PEM):
+			t.Errorf("%s: caBundle does not decode to the CA", w.Name)
+		}
+		if len(w.Rules) != len(wantRules[i]) {
+			t.Errorf("%s: rules %+v, want %+v", w.Name, w.Rules, wantRules[i])
+			continue
+		}
+		for j, r := range w.Rules {
+			want := wantRules[i][j]
+			if !slices.Equal(r.APIGroups, want.APIGroups) || !slices.Equal(r.APIVersions, want.APIVersions) ||
+				!slices.Equal(r.Resources, want.Resources) || !slices.Equal(r.Operations, want.Operations) {
+				t.Errorf("%s: rule %+v, want %+v", w.Name, r, want)
+			}
+		}
 	}
 }
