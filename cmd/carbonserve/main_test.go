@@ -17,7 +17,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models"
-	"github.com/carbongate/carbongate/models/serve"
+	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
@@ -346,7 +346,7 @@ func TestHotReloadOverGRPC(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	servetest.Save(t, dir, newM)
-	want, _ := serve.Version(dir)
+	want, _ := artifact.Version(dir)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		md, err := c.ModelMetadata(context.Background(), "carbon-forecaster-DE", "")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/oip"
 	"github.com/carbongate/carbongate/registry"
@@ -223,7 +224,7 @@ func (m *Main) fetchVersion(ctx context.Context, v registry.ModelVersion) (strin
 	if err := fe.Fetch(fctx, v.ArtifactLocation(), dir); err != nil {
 		return "", fmt.Errorf("fetch %s version %d from %s: %w", v.Name, v.Version, v.ArtifactLocation(), err)
 	}
-	hash, err := serve.Version(dir)
+	hash, err := artifact.Version(dir)
 	if err != nil {
 		_ = os.RemoveAll(dir) // not a model: keep no copy
 		return "", fmt.Errorf("%s version %d: %w", v.Name, v.Version, err)

@@ -8,15 +8,10 @@ package embedded
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -446,59 +441,38 @@ func (g *Gateway) load(dir string, hist forecast.History, log *slog.Logger) {
 		log.Warn("models directory not found; serving with the baseline and climatology only", "models", dir)
 		return
 	}
-	for _, sig := range forecast.Signals {
-		sdir := filepath.Join(dir, string(sig))
-		ents, err := os.ReadDir(sdir)
+	entries, err := workflow.Entries(dir, "")
+	if err != nil {
+		log.Warn("cannot read models", "dir", dir, "error", err)
+	}
+	for _, e := range entries {
+		m, err := artifact.Load(e.Dir)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				log.Warn("cannot read models", "dir", sdir, "error", err)
-			}
+			log.Warn("model not loaded; its zone falls back", "dir", e.Dir, "error", err)
 			continue
 		}
-		for _, e := range ents {
-			if !e.IsDir() {
-				continue
-			}
-			mdir := filepath.Join(sdir, e.Name())
-			m, err := artifact.Load(mdir)
-			if err != nil {
-				log.Warn("model not loaded; its zone falls back", "dir", mdir, "error", err)
-				continue
-			}
-			meta := m.Meta()
-			if meta.Signal != sig {
-				log.Warn("model not loaded: it forecasts another signal", "dir", mdir, "signal", meta.Signal)
-				continue
-			}
-			version := fingerprint(mdir)
-			if e.Name() == workflow.GenericDir {
-				if meta.Zone != "" {
-					log.Warn("model not loaded: the generic directory holds a zone model", "dir", mdir, "zone", meta.Zone)
-					continue
-				}
-				g.generic[sig] = models.NewForecaster(m, hist, version, forecast.SourceGeneric)
-				continue
-			}
-			z, err := forecast.ParseZone(e.Name())
-			if err != nil || meta.Zone != z {
-				log.Warn("model not loaded: its zone does not match its directory", "dir", mdir, "zone", meta.Zone)
-				continue
-			}
-			g.zone[modelKey{z, sig}] = models.NewForecaster(m, hist, version, forecast.SourceZone)
+		meta := m.Meta()
+		if meta.Signal != e.Signal {
+			log.Warn("model not loaded: it forecasts another signal", "dir", e.Dir, "signal", meta.Signal)
+			continue
 		}
+		version, _ := artifact.Version(e.Dir) // Load read the MLmodel just now
+		if e.Name == workflow.GenericDir {
+			if meta.Zone != "" {
+				log.Warn("model not loaded: the generic directory holds a zone model", "dir", e.Dir, "zone", meta.Zone)
+				continue
+			}
+			g.generic[e.Signal] = models.NewForecaster(m, hist, version, forecast.SourceGeneric)
+			continue
+		}
+		z, err := forecast.ParseZone(e.Name)
+		if err != nil || meta.Zone != z {
+			log.Warn("model not loaded: its zone does not match its directory", "dir", e.Dir, "zone", meta.Zone)
+			continue
+		}
+		g.zone[modelKey{z, e.Signal}] = models.NewForecaster(m, hist, version, forecast.SourceZone)
 	}
 	log.Info("models loaded", "zone_models", len(g.zone), "generic_models", len(g.generic))
-}
-
-// fingerprint names a model directory's content: the first 12 hex digits
-// of the SHA-256 of its MLmodel file (which holds the weights' digest).
-func fingerprint(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, artifact.MLmodelFile))
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 
 // locator adapts the region table to gateway.Locator.

@@ -441,3 +441,21 @@ func sameJSON(a, b string) bool {
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
 }
+
+// VersionLen is the length of a model directory's version.
+const VersionLen = 12
+
+// Version returns the version of the model directory dir, the one string
+// every part of carbongate names its content by: the first VersionLen hex
+// digits of the SHA-256 of its MLmodel file (which holds the digest of the
+// weights). ENOTFOUND when there is no MLmodel.
+func Version(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, MLmodelFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", forecast.Errorf(forecast.ENOTFOUND, "model directory %s has no %s", filepath.Base(dir), MLmodelFile)
+	} else if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:VersionLen], nil
+}

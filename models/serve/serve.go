@@ -26,8 +26,6 @@ package serve
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -44,6 +42,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
+	"github.com/carbongate/carbongate/models/workflow"
 	"github.com/carbongate/carbongate/oip"
 )
 
@@ -52,9 +51,6 @@ const (
 	DefaultMaxBatch = 1024
 	DefaultName     = "carbonserve"
 	Platform        = "carbongate"
-	// VersionLen is the number of hex digits of the MLmodel SHA-256 that
-	// make a model version.
-	VersionLen = 12
 )
 
 // Tensor names of the forecaster contract.
@@ -206,7 +202,7 @@ func (s *Server) Add(ctx context.Context, src Source) (string, error) {
 // replaced mid-load is not labelled with the wrong version.
 func (s *Server) read(dir, name string) (*loaded, error) {
 	for attempt := 0; ; attempt++ {
-		v1, err := Version(dir)
+		v1, err := artifact.Version(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +210,7 @@ func (s *Server) read(dir, name string) (*loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		v2, err := Version(dir)
+		v2, err := artifact.Version(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -234,20 +230,6 @@ func (s *Server) read(dir, name string) (*loaded, error) {
 		limits := metadata(name, v1, m).Limits(s.maxBatch)
 		return &loaded{model: m, meta: meta, version: v1, limits: limits}, nil
 	}
-}
-
-// Version returns the version of the model directory dir: the first
-// VersionLen hex digits of the SHA-256 of its MLmodel file. ENOTFOUND when
-// there is no MLmodel.
-func Version(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, artifact.MLmodelFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", forecast.Errorf(forecast.ENOTFOUND, "model directory %s has no %s", filepath.Base(dir), artifact.MLmodelFile)
-	} else if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:VersionLen], nil
 }
 
 // metadata declares the forecaster contract of m: inputs history FP32
@@ -330,7 +312,7 @@ func (s *Server) Reload(ctx context.Context) ([]ReloadResult, error) {
 		if cur != nil {
 			r.Version = cur.version
 		}
-		v, err := Version(e.dir)
+		v, err := artifact.Version(e.dir)
 		if err == nil && cur != nil && v == cur.version {
 			res = append(res, r)
 			continue
@@ -561,20 +543,15 @@ func Discover(root string, signal forecast.Signal) ([]Source, error) {
 		dir := filepath.Join(root, k.Name())
 		if isModelDir(dir) {
 			out = append(out, Source{Dir: dir})
-			continue
 		}
-		sig, err := forecast.ParseSignal(k.Name())
-		if err != nil || (signal != "" && sig != signal) {
-			continue
-		}
-		grand, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range grand {
-			if sub := filepath.Join(dir, g.Name()); g.IsDir() && g.Name()[0] != '.' && isModelDir(sub) {
-				out = append(out, Source{Dir: sub})
-			}
+	}
+	entries, err := workflow.Entries(root, signal)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if isModelDir(e.Dir) {
+			out = append(out, Source{Dir: e.Dir})
 		}
 	}
 	if len(out) == 0 {

@@ -60,7 +60,7 @@ func TestMetadataAndHealth(t *testing.T) {
 	t.Parallel()
 	s, _, dir := newServer(t, serve.Config{ServerVersion: "1.2.3"})
 	ctx := context.Background()
-	version, err := serve.Version(dir)
+	version, err := artifact.Version(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,8 @@ func TestMetadataAndHealth(t *testing.T) {
 	if !equalMetadata(md, want) {
 		t.Fatalf("metadata=%+v, want %+v", md, want)
 	}
-	if len(version) != serve.VersionLen {
-		t.Fatalf("version %q has %d digits, want %d", version, len(version), serve.VersionLen)
+	if len(version) != artifact.VersionLen {
+		t.Fatalf("version %q has %d digits, want %d", version, len(version), artifact.VersionLen)
 	}
 	if _, err := s.ModelMetadata(ctx, name, version); err != nil {
 		t.Fatalf("metadata at the served version: %v", err)
@@ -128,7 +128,7 @@ func equalMetadata(a, b oip.ModelMetadata) bool {
 func TestInferEqualsPredict(t *testing.T) {
 	t.Parallel()
 	s, m, dir := newServer(t, serve.Config{})
-	version, _ := serve.Version(dir)
+	version, _ := artifact.Version(dir)
 	for _, b := range []int{1, 3, 64} {
 		req := request(b)
 		resp, err := s.Infer(context.Background(), name, "", req)
@@ -289,7 +289,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	if slices.Equal(oldWant, newWant) {
 		t.Fatal("test models forecast alike")
 	}
-	oldV, _ := serve.Version(dir)
+	oldV, _ := artifact.Version(dir)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -485,7 +485,7 @@ func TestVersionIsMLmodelHash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	servetest.Save(t, dir, servetest.Ridge(t, name, "DE", 0))
-	v1, err := serve.Version(dir)
+	v1, err := artifact.Version(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,10 +493,10 @@ func TestVersionIsMLmodelHash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, artifact.MLmodelFile), append(b, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if v2, _ := serve.Version(dir); v2 == v1 {
+	if v2, _ := artifact.Version(dir); v2 == v1 {
 		t.Fatal("version did not change with the MLmodel file")
 	}
-	if _, err := serve.Version(t.TempDir()); forecast.ErrorCode(err) != forecast.ENOTFOUND {
+	if _, err := artifact.Version(t.TempDir()); forecast.ErrorCode(err) != forecast.ENOTFOUND {
 		t.Fatalf("no MLmodel: %v", err)
 	}
 }

@@ -11,10 +11,13 @@ package workflow
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +43,39 @@ func ModelDir(root string, signal forecast.Signal, zone forecast.Zone) string {
 		return filepath.Join(root, string(signal), GenericDir)
 	}
 	return filepath.Join(root, string(signal), string(zone))
+}
+
+// Entry is a directory of the layout: <signal>/<Name>/ under a root.
+type Entry struct {
+	Signal forecast.Signal
+	Name   string // a zone id, GenericDir, or whatever else the directory is called
+	Dir    string
+}
+
+// Entries lists the directories of the layout under root, of signal (""
+// for every signal), in signal then name order, whether or not they hold
+// a model (callers load them and say what is wrong). Hidden directories
+// are skipped; a missing <signal> directory holds none.
+func Entries(root string, signal forecast.Signal) ([]Entry, error) {
+	var out []Entry
+	for _, sig := range forecast.Signals {
+		if signal != "" && sig != signal {
+			continue
+		}
+		sdir := filepath.Join(root, string(sig))
+		ents, err := os.ReadDir(sdir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return out, err
+		}
+		for _, e := range ents {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				out = append(out, Entry{Signal: sig, Name: e.Name(), Dir: filepath.Join(sdir, e.Name())})
+			}
+		}
+	}
+	return out, nil
 }
 
 // TrainConfig says what to train.
