@@ -64,9 +64,10 @@ type Config struct {
 	// Mount, when set, registers more routes (e.g. the MLflow registry
 	// API) behind the same middleware: request ids, metrics, access log.
 	Mount func(e *echo.Echo)
-	// OpenAPIExtra describes the mounted routes: an OpenAPI fragment
-	// ({"paths": …, "components": …}) merged into /openapi.json.
-	OpenAPIExtra   []byte
+	// OpenAPIExtra describes the mounted routes: OpenAPI fragments
+	// ({"paths": …, "components": …}) merged into /openapi.json; nil
+	// fragments are skipped.
+	OpenAPIExtra   [][]byte
 	RequestTimeout time.Duration // default DefaultRequestTimeout
 	// AccessLog turns per-request access logs on.
 	AccessLog bool
@@ -221,9 +222,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Mount != nil {
 		cfg.Mount(e)
 	}
-	doc, err := mergeOpenAPI(openAPI, cfg.OpenAPIExtra)
-	if err != nil {
-		return nil, err
+	doc, err := openAPI, error(nil)
+	for _, frag := range cfg.OpenAPIExtra {
+		if doc, err = mergeOpenAPI(doc, frag); err != nil {
+			return nil, err
+		}
 	}
 	s.openapiDoc = doc
 	s.echo = e
