@@ -10,6 +10,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
+	"github.com/carbongate/carbongate/forecast/store"
 )
 
 // Tables is a forecast.History over dataset tables. It never copies the
@@ -67,4 +68,28 @@ func (t *Tables) Last(ctx context.Context, zone forecast.Zone, signal forecast.S
 			signal, zone, s.Start.Format(time.RFC3339), s.End().Format(time.RFC3339), n, end.UTC().Format(time.RFC3339))
 	}
 	return slices.Clone(v), nil
+}
+
+// Observed returns zone's signal over [from, to) (whole hours, from rounded
+// down) as an hourly series starting at from, NaN for the hours the table
+// does not hold, as store.Observed does; an unknown zone is all NaN.
+// EINVALID when to is before from.
+func (t *Tables) Observed(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, error) {
+	if err := ctx.Err(); err != nil {
+		return forecast.Series{}, err
+	}
+	out, err := store.MissingSeries(from, to)
+	if err != nil {
+		return out, err
+	}
+	s, ok := t.Series(zone, signal)
+	if !ok {
+		return out, nil
+	}
+	for i := range out.Values {
+		if v, ok := s.At(out.Start.Add(time.Duration(i) * forecast.Hour)); ok {
+			out.Values[i] = v
+		}
+	}
+	return out, nil
 }

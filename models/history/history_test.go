@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -49,5 +50,32 @@ func TestLast(t *testing.T) {
 	}
 	if got := h.Zones(); !slices.Equal(got, []forecast.Zone{"DE"}) {
 		t.Fatalf("Zones=%v", got)
+	}
+}
+
+func TestObserved(t *testing.T) {
+	t.Parallel()
+	h := history.New(map[forecast.Zone]*dataset.Table{
+		"DE": {Zone: "DE", Start: t0, Direct: []float64{1, 2, 3, 4}, Lifecycle: []float64{10, 20, 30, 40}},
+	})
+	ctx := context.Background()
+	// One hour before the table, its last two, one after: NaN outside.
+	s, err := h.Observed(ctx, "DE", forecast.SignalLifecycle, t0.Add(-time.Hour), t0.Add(5*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Start.Equal(t0.Add(-time.Hour)) || len(s.Values) != 6 {
+		t.Fatalf("series from %v of %d hours", s.Start, len(s.Values))
+	}
+	for i, want := range []float64{math.NaN(), 10, 20, 30, 40, math.NaN()} {
+		if got := s.Values[i]; got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("hour %d = %v, want %v", i, got, want)
+		}
+	}
+	if s, err := h.Observed(ctx, "SE", forecast.SignalLifecycle, t0, t0.Add(2*time.Hour)); err != nil || len(s.Values) != 2 || !math.IsNaN(s.Values[0]) {
+		t.Errorf("unknown zone: %v, %v; want all NaN", s, err)
+	}
+	if _, err := h.Observed(ctx, "DE", forecast.SignalLifecycle, t0.Add(time.Hour), t0); forecast.ErrorCode(err) != forecast.EINVALID {
+		t.Errorf("to before from: %v, want EINVALID", err)
 	}
 }
