@@ -1,0 +1,81 @@
+package casdk
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
+)
+
+// place is one location name the API answers to.
+type place struct {
+	Name     string // as listed by /locations
+	Zone     forecast.Zone
+	Provider string // "" for a zone id
+	Region   string
+}
+
+// catalog resolves location names: Azure region names (the SDK's default
+// location source) bare; every other cloud region carbongate maps as
+// provider:region, and bare too when no other name takes it; zone ids.
+// Names are matched case-insensitively.
+type catalog struct {
+	byName map[string]place // lower-cased name → place
+	list   []place          // one entry per place, by Name
+}
+
+// Coordinates gives a cloud region's latitude and longitude, when known.
+type Coordinates func(provider, region string) (lat, lon float64, ok bool)
+
+func newCatalog(zones []gateway.ZoneInfo) *catalog {
+	c := &catalog{byName: map[string]place{}}
+	// Bare names by priority: Azure regions, then zone ids, then other
+	// providers' regions that no other name takes.
+	var others []place
+	for _, z := range zones {
+		for _, l := range z.Locations {
+			p := place{Name: l.Provider + ":" + l.Region, Zone: z.Zone, Provider: l.Provider, Region: l.Region}
+			c.byName[strings.ToLower(p.Name)] = p
+			if l.Provider != "azure" {
+				others = append(others, p)
+				continue
+			}
+			p.Name = l.Region
+			c.byName[strings.ToLower(l.Region)] = p
+			c.list = append(c.list, p)
+		}
+	}
+	for _, z := range zones {
+		lower := strings.ToLower(string(z.Zone))
+		if _, taken := c.byName[lower]; taken {
+			continue
+		}
+		p := place{Name: string(z.Zone), Zone: z.Zone}
+		c.byName[lower] = p
+		c.list = append(c.list, p)
+	}
+	count := map[string]int{}
+	for _, p := range others {
+		count[strings.ToLower(p.Region)]++
+	}
+	for _, p := range others {
+		lower := strings.ToLower(p.Region)
+		if _, taken := c.byName[lower]; !taken && count[lower] == 1 {
+			p.Name = p.Region
+			c.byName[lower] = p
+		}
+		c.list = append(c.list, p)
+	}
+	sort.Slice(c.list, func(i, j int) bool { return c.list[i].Name < c.list[j].Name })
+	return c
+}
+
+// resolve returns the place named name, or a 400 naming param.
+func (c *catalog) resolve(name, param string) (place, error) {
+	p, ok := c.byName[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return place{}, invalid(param, "unknown location %q: give an Azure region name (eastus), provider:region (aws:eu-west-1) or a zone id (DE); GET /locations lists them", clip(name))
+	}
+	return p, nil
+}
