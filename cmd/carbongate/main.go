@@ -114,6 +114,8 @@ type Main struct {
 	// ReplaySpeed runs the replay clock this many times as fast as the
 	// wall clock (--replay-speed; 1: wall speed).
 	ReplaySpeed float64
+	// CASDK serves the Carbon Aware SDK's Web API.
+	CASDK CASDK
 
 	Logger *slog.Logger
 
@@ -184,7 +186,11 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Store.flags(fs)
 	m.Controller.flags(fs)
 	fs.Float64Var(&m.ReplaySpeed, "replay-speed", 1, fmt.Sprintf("with --clock replay, how many times as fast as the wall clock the replay runs (1 to %d; e.g. 360 shows an hour of scheduling in 10 s)", clock.MaxSpeed))
+	m.CASDK.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := m.CASDK.check(); err != nil {
 		return err
 	}
 	switch {
@@ -269,7 +275,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Store.close()
 		}
 	}()
-	var hist forecast.History = history.New(tables)
+	bundled := history.New(tables)
+	var hist forecast.History = bundled
 	if storeHist != nil {
 		hist = storeHist
 	}
@@ -307,12 +314,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if mount, err = m.Admission.mount(m, mount); err != nil {
 		return err
 	}
+	mount, casdkDoc, err := m.CASDK.mount(m, mount, bundled)
+	if err != nil {
+		return err
+	}
 	svc, err := m.gw.Service.WithZoneCap(m.ZoneCap)
 	if err != nil {
 		return err
 	}
 	m.api, err = httpapi.New(httpapi.Config{
-		OpenAPIExtra: m.Admission.openAPI(),
+		OpenAPIExtra: [][]byte{m.Admission.openAPI(), casdkDoc},
 		Mount:        mount, Routes: m.routes, Checks: mergeChecks(m.Registry.checks, m.Store.checks), MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
 		Service: svc, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
 		Ready: func() error {

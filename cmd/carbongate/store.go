@@ -200,3 +200,13 @@ func envOr(name, def string) string {
 	}
 	return def
 }
+
+// ReadForecasts reads the forecast store of the same database (the
+// Carbon Aware SDK's batch forecasts).
+func (c *storeConn) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn func(store.ForecastRow) error) error {
+	db, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	return db.ReadForecasts(ctx, q, fn)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/casdk"
+	"github.com/carbongate/carbongate/models/history"
+)
+
+// CASDK configures the Green Software Foundation Carbon Aware SDK's Web API
+// (package gateway/casdk): served under Prefix (default /casdk) and, with
+// Root, at the root too, so that SDK clients whose base URL cannot carry a
+// path work unchanged.
+type CASDK struct {
+	Prefix string // --casdk-prefix; "": not under a prefix
+	Root   bool   // --casdk-root
+
+	prefixes []string
+}
+
+func (a *CASDK) flags(fs *flag.FlagSet) {
+	root, _ := strconv.ParseBool(envOr("CARBONGATE_CASDK_ROOT", "false"))
+	fs.StringVar(&a.Prefix, "casdk-prefix", envOr("CARBONGATE_CASDK_PREFIX", casdk.DefaultPrefix), "path prefix of the Carbon Aware SDK Web API (default $CARBONGATE_CASDK_PREFIX or /casdk); empty: not under a prefix (off unless --casdk-root)")
+	fs.BoolVar(&a.Root, "casdk-root", root, "also serve the Carbon Aware SDK Web API at the root (/emissions/…, /locations), for clients whose base URL has no path (default $CARBONGATE_CASDK_ROOT)")
+}
+
+// check validates the flags and fixes the prefixes served.
+func (a *CASDK) check() error {
+	if err := casdk.CheckPrefix(a.Prefix); err != nil {
+		return fmt.Errorf("--casdk-prefix: %s", forecast.ErrorMessage(err))
+	}
+	a.prefixes = nil
+	if a.Prefix != "" {
+		a.prefixes = append(a.prefixes, a.Prefix)
+	}
+	if a.Root {
+		a.prefixes = append(a.prefixes, "")
+	}
+	return nil
+}
+
+// mount adds the API's routes to next's and returns its OpenAPI fragment;
+// nothing when it is off. Observed values come from the store when one is
+// configured, else from tables (the bundled data or --data); batch
+// forecasts from the store's forecasts.
+func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables) (func(*echo.Echo), []byte, error) {
+	if err := a.check(); err != nil || len(a.prefixes) == 0 {
+		return next, nil, err
+	}
+	cfg := casdk.Config{Service: m.gw.Service, Observed: tables, ObservedSource: "bundled", Prefixes: a.prefixes, Logger: m.Logger}
+	if m.Store.conn != nil {
+		cfg.Observed, cfg.ObservedSource, cfg.Forecasts = m.Store.conn, "store", m.Store.conn
+	}
+	api, err := casdk.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := casdk.OpenAPI(a.prefixes)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Logger.Info("Carbon Aware SDK Web API enabled", "prefixes", a.prefixes, "observed", cfg.ObservedSource, "batch_forecasts", cfg.Forecasts != nil)
+	return func(e *echo.Echo) {
+		if next != nil {
+			next(e)
+		}
+		api.Register(e)
+	}, doc, nil
+}
