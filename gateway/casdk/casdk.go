@@ -264,6 +264,9 @@ func (a *API) forecastsCurrent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if ws == "" && q.present("windowSize") {
+		return invalid("windowSize", "windowSize is given empty: want a whole number of minutes")
+	}
 	if fp.windowSize, err = windowSize(ws, "windowSize"); err != nil {
 		return err
 	}
@@ -427,7 +430,8 @@ type batchForecast struct {
 // forecastsBatch answers POST /emissions/forecasts/batch from the forecast
 // store: for each item, the latest forecast issued at or before
 // requestedAt (within Lookback), scoped and windowed as a current one.
-// Without a forecast store it answers 501 once the body is valid.
+// Without a forecast store it answers 400 (title NoForecastStore) once
+// the body is valid.
 func (a *API) forecastsBatch(c echo.Context) error {
 	items, err := decodeBatch[batchForecast](c, a.cfg.MaxLocations)
 	if err != nil {
@@ -482,7 +486,9 @@ func (a *API) forecastsBatch(c echo.Context) error {
 		}
 	}
 	if a.cfg.Forecasts == nil {
-		return &problem{Title: "NotImplementedException", Status: http.StatusNotImplemented,
+		// Not 501, the SDK's answer: a 4xx says the request cannot succeed
+		// here, and no server error is left to chase.
+		return &problem{Type: typeBadRequest, Title: "NoForecastStore", Status: http.StatusBadRequest,
 			Detail: "carbongate keeps no past forecasts: start it with a forecast store (--store) that a backfill has filled to answer /emissions/forecasts/batch"}
 	}
 	ctx := c.Request().Context()

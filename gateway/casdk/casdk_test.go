@@ -220,8 +220,8 @@ func TestForecastsBatchWithoutStore(t *testing.T) {
 	t.Parallel()
 	e, _ := newTestAPI(t, false)
 	a := do(t, e, http.MethodPost, "/casdk/emissions/forecasts/batch", "application/json", `[{"location":"eastus","requestedAt":"2022-06-01T12:01:00Z"}]`)
-	if p := decode[problem](t, a); a.status != http.StatusNotImplemented || !strings.Contains(p.Detail, "--store") {
-		t.Errorf("status %d %s, want 501 saying a forecast store is needed", a.status, a.body)
+	if p := decode[problem](t, a); a.status != http.StatusBadRequest || p.Title != "NoForecastStore" || !strings.Contains(p.Detail, "--store") {
+		t.Errorf("status %d %s, want 400 saying a forecast store is needed", a.status, a.body)
 	}
 	// A bad body is still a 400.
 	a = do(t, e, http.MethodPost, "/casdk/emissions/forecasts/batch", "application/json", `[{"location":"eastus"}]`)
@@ -347,6 +347,9 @@ func TestBadInputNamesTheParameter(t *testing.T) {
 		{url: "/casdk/emissions/forecasts/current?location=DE&windowSize=-5", param: "windowSize"},
 		{url: "/casdk/emissions/forecasts/current?location=DE&windowSize=99999999999", param: "windowSize"},
 		{url: "/casdk/emissions/forecasts/current?location=DE&dataStartAt=yesterday", param: "dataStartAt"},
+		{url: "/casdk/emissions/forecasts/current?location=DE&dataEndAt=", param: "dataEndAt"},
+		{url: "/casdk/emissions/forecasts/current?location=DE&windowSize=", param: "windowSize"},
+		{url: "/casdk/emissions/bylocations?location=DE&time=", param: "time"},
 		{url: "/casdk/emissions/forecasts/current?location=DE&dataStartAt=2022-07-19T15:00:00Z&dataEndAt=2022-07-19T14:00:00Z", param: "dataStartAt"},
 		{url: "/casdk/emissions/forecasts/current?location=DE&dataStartAt=2022-07-01T00:00:00Z", param: "dataStartAt"},
 		{url: "/casdk/emissions/forecasts/current?location=DE&dataEndAt=2022-08-01T00:00:00Z", param: "dataEndAt"},

@@ -57,10 +57,21 @@ func (q query) one(params ...string) (string, string, error) {
 	return got, name, nil
 }
 
-// time parses the optional time parameter params[0] (or an alias).
+// present reports whether any of params is in the query (maybe empty).
+func (q query) present(params ...string) bool {
+	for _, p := range params {
+		if _, ok := q[strings.ToLower(p)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// time parses the optional time parameter params[0] (or an alias); given
+// empty, it is a 400.
 func (q query) time(params ...string) (*time.Time, string, error) {
 	s, name, err := q.one(params...)
-	if err != nil || s == "" {
+	if err != nil || (s == "" && !q.present(params...)) {
 		return nil, name, err
 	}
 	t, err := parseTime(s, name)
