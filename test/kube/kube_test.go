@@ -40,6 +40,7 @@ func TestKubernetes(t *testing.T) {
 			t.Parallel()
 			testKServe(t, c, bin)
 		})
+		t.Run("CASDKExporter", func(t *testing.T) { t.Parallel(); testCASDKExporter(t, c, bin) })
 	})
 	t.Run("Controller", func(t *testing.T) { testController(t, c, bin) })
 	t.Run("WebhookManifest", func(t *testing.T) { testWebhookManifest(t, c, bin) })
