@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/casdk"
 	"github.com/carbongate/carbongate/gateway/httpapi"
@@ -93,5 +97,62 @@ func TestCASDKBadPrefix(t *testing.T) {
 	m := NewMain()
 	if err := m.ParseFlags([]string{"--casdk-prefix", "casdk/"}); err == nil || !strings.Contains(err.Error(), "--casdk-prefix") {
 		t.Fatalf("err=%v, want --casdk-prefix named", err)
+	}
+}
+
+// With --store, the SDK's batch forecasts come from the forecast store
+// and its observed values from the observed-signals store, which the
+// provenance header says.
+func TestCASDKFromStore(t *testing.T) {
+	t.Parallel()
+	db := store.NewMemory()
+	ctx := context.Background()
+	issued := time.Date(2021, 5, 30, 0, 0, 0, 0, time.UTC)
+	var rows []store.ForecastRow
+	for i := range 48 {
+		rows = append(rows, store.ForecastRow{Zone: "DE", Signal: forecast.SignalLifecycle, ModelName: "carbon-forecaster-DE", ModelVersion: "4",
+			IssuedAt: issued, TargetTime: issued.Add(time.Duration(i) * time.Hour), Value: float64(300 + i), Lower: math.NaN(), Upper: math.NaN()})
+	}
+	if err := db.WriteForecasts(ctx, "backfill", nil, rows); err != nil {
+		t.Fatal(err)
+	}
+	obs := []store.Observation{{Time: issued, Value: 123}, {Time: issued.Add(time.Hour), Value: 125}}
+	if err := db.UpsertObserved(ctx, "DE", forecast.SignalLifecycle, obs); err != nil {
+		t.Fatal(err)
+	}
+	m := startWithStore(t, memDB{db})
+
+	resp, err := http.Post(m.URL()+"/casdk/emissions/forecasts/batch", "application/json",
+		strings.NewReader(`[{"location":"aws:eu-central-1","requestedAt":"2021-05-30T10:00:00Z","windowSize":120}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var fcs []struct {
+		GeneratedAt  string
+		ForecastData []struct{ Value float64 }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&fcs); err != nil || resp.StatusCode != http.StatusOK || len(fcs) != 1 {
+		t.Fatalf("batch: status %d, %v, %+v", resp.StatusCode, err, fcs)
+	}
+	// Two-hour windows over the 48 stored hours: 47, the first the mean of 300 and 301.
+	if f := fcs[0]; f.GeneratedAt != "2021-05-30T00:00:00Z" || len(f.ForecastData) != 47 || f.ForecastData[0].Value != 300.5 {
+		t.Errorf("batch forecast %+v", f)
+	}
+	if p := resp.Header.Get(casdk.HeaderProvenance); !strings.Contains(p, `source="forecast-store"; model="carbon-forecaster-DE"; version="4"`) {
+		t.Errorf("batch provenance %q", p)
+	}
+
+	resp, err = http.Get(m.URL() + "/casdk/emissions/average-carbon-intensity?location=DE&startTime=2021-05-30T00:00:00Z&endTime=2021-05-30T02:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var avg struct{ CarbonIntensity float64 }
+	if err := json.NewDecoder(resp.Body).Decode(&avg); err != nil || resp.StatusCode != http.StatusOK || avg.CarbonIntensity != 124 {
+		t.Fatalf("average: status %d, %v, %+v; want 124 from the store", resp.StatusCode, err, avg)
+	}
+	if p := resp.Header.Get(casdk.HeaderProvenance); !strings.Contains(p, `source="store"`) {
+		t.Errorf("average provenance %q", p)
 	}
 }
