@@ -44,6 +44,10 @@ type Region struct {
 	Location      string        // human-readable location
 	Year          int           // the year of the row
 	GridIntensity float64       // annual grid intensity, average consumption, gCO2eq/kWh; 0 if absent
+	// Latitude and Longitude locate the region (degrees) when HasGeo: the
+	// latest year's geolocation that has one.
+	Latitude, Longitude float64
+	HasGeo              bool
 }
 
 // Table is a parsed region table. It is immutable: methods return copies,
@@ -107,13 +111,15 @@ const (
 	colZone     = "em-zone-id"
 	colLocation = "location"
 	colGrid     = "grid-carbon-intensity-average-consumption-annual"
+	colGeo      = "geolocation" // optional: "latitude, longitude"
 )
 
 // Parse reads region metadata in the Real Time Cloud CSV layout (a header
 // naming at least year, cloud-provider, cloud-region, em-zone-id, location
-// and grid-carbon-intensity-average-consumption-annual). Malformed input
-// (missing column, bad year, unknown provider, bad zone id or intensity) is
-// EINVALID naming the line.
+// and grid-carbon-intensity-average-consumption-annual; geolocation,
+// "latitude, longitude", is read when present). Malformed input (missing
+// column, bad year, unknown provider, bad zone id, intensity or
+// geolocation) is EINVALID naming the line.
 func Parse(r io.Reader) (*Table, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
@@ -181,9 +187,28 @@ func Parse(r io.Reader) (*Table, error) {
 			}
 			rw.GridIntensity, rw.hasGI = v, true
 		}
+		if j, ok := col[colGeo]; ok && j < len(rec) && strings.TrimSpace(rec[j]) != "" {
+			if rw.Latitude, rw.Longitude, rw.HasGeo = parseGeo(rec[j]); !rw.HasGeo {
+				return nil, parseError(line, "%s %q is not \"latitude, longitude\" in degrees", colGeo, strings.TrimSpace(rec[j]))
+			}
+		}
 		rows = append(rows, rw)
 	}
 	return build(rows), nil
+}
+
+// parseGeo reads "latitude, longitude" in degrees.
+func parseGeo(s string) (lat, lon float64, ok bool) {
+	a, b, found := strings.Cut(s, ",")
+	if !found {
+		return 0, 0, false
+	}
+	lat, err1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
+	lon, err2 := strconv.ParseFloat(strings.TrimSpace(b), 64)
+	if err1 != nil || err2 != nil || !(lat >= -90 && lat <= 90) || !(lon >= -180 && lon <= 180) {
+		return 0, 0, false
+	}
+	return lat, lon, true
 }
 
 func parseError(line int, format string, args ...any) error {
@@ -199,11 +224,16 @@ func parseError(line int, format string, args ...any) error {
 func build(rows []row) *Table {
 	t := &Table{byKey: map[key]int{}, ambiguous: map[key][]Region{}, clim: map[forecast.Zone]float64{}}
 
-	// Latest-year rows per region, in file order.
+	// Latest-year rows per region, in file order; and the latest
+	// geolocation of each region, for latest rows that lack one.
 	latest := map[key][]row{}
+	geo := map[key]row{}
 	var keys []key
 	for _, rw := range rows {
 		k := key{rw.Provider, strings.ToLower(rw.Region.Region)}
+		if g, ok := geo[k]; rw.HasGeo && (!ok || rw.Year > g.Year) {
+			geo[k] = rw
+		}
 		cur, seen := latest[k]
 		switch {
 		case !seen:
@@ -249,6 +279,9 @@ func build(rows []row) *Table {
 				}
 			}
 			reg = best.Region
+		}
+		if g, ok := geo[k]; ok && !reg.HasGeo {
+			reg.Latitude, reg.Longitude, reg.HasGeo = g.Latitude, g.Longitude, true
 		}
 		t.byKey[k] = len(t.regions)
 		t.regions = append(t.regions, reg)

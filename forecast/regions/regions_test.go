@@ -131,6 +131,41 @@ func TestClimatology(t *testing.T) {
 	}
 }
 
+func TestGeolocation(t *testing.T) {
+	t.Parallel()
+	tb := parse(t)
+	r, err := tb.Lookup("gcp", "europe-west3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.HasGeo || r.Latitude != 50.1 || r.Longitude != 8.6 {
+		t.Errorf("europe-west3 at %v, %v (%v), want 50.1, 8.6", r.Latitude, r.Longitude, r.HasGeo)
+	}
+	noGeo, err := regions.Parse(strings.NewReader(header + "2024,aws,r,,SE,,,,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := noGeo.Lookup("aws", "r"); r.HasGeo {
+		t.Errorf("a region without geolocation has one: %+v", r)
+	}
+	// The bundled table: Azure's westeurope is in the Netherlands, and a
+	// latest row without geolocation takes an earlier year's.
+	def, err := regions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := def.Lookup("azure", "westeurope"); err != nil || !r.HasGeo || r.Latitude != 51.9167 || r.Longitude != 4.5 {
+		t.Errorf("westeurope: %+v, %v; want 51.9167, 4.5", r, err)
+	}
+	older, err := regions.Parse(strings.NewReader(header + "2021,aws,r,,SE,,,\"1.5, 2.5\",\n2024,aws,r,,SE,,,,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := older.Lookup("aws", "r"); !r.HasGeo || r.Year != 2024 || r.Latitude != 1.5 || r.Longitude != 2.5 {
+		t.Errorf("latest row without geolocation: %+v, want 2024's row at 2021's 1.5, 2.5", r)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, data, msg string }{
@@ -142,6 +177,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad intensity", header + "2024,aws,r,,SE,,,,-3\n", "line 2: grid-carbon-intensity-average-consumption-annual \"-3\""},
 		{"empty region", header + "2024,aws,,,SE,,,,\n", "line 2: empty cloud-region"},
 		{"bad quote", header + "2024,aws,\"r,,SE,,,,\n", "malformed CSV"},
+		{"bad geolocation", header + "2024,aws,r,,SE,,,\"north, 8\",\n", `line 2: geolocation "north, 8"`},
+		{"geolocation off the globe", header + "2024,aws,r,,SE,,,\"95, 8\",\n", `line 2: geolocation "95, 8"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
