@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/casdk"
 	"github.com/carbongate/carbongate/models/history"
 )
@@ -47,12 +48,16 @@ func (a *CASDK) check() error {
 // mount adds the API's routes to next's and returns its OpenAPI fragment;
 // nothing when it is off. Observed values come from the store when one is
 // configured, else from tables (the bundled data or --data); batch
-// forecasts from the store's forecasts.
-func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables) (func(*echo.Echo), []byte, error) {
+// forecasts from the store's forecasts; coordinates from the region table.
+func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables, regs *regions.Table) (func(*echo.Echo), []byte, error) {
 	if err := a.check(); err != nil || len(a.prefixes) == 0 {
 		return next, nil, err
 	}
-	cfg := casdk.Config{Service: m.gw.Service, Observed: tables, ObservedSource: "bundled", Prefixes: a.prefixes, Logger: m.Logger}
+	cfg := casdk.Config{Service: m.gw.Service, Observed: tables, ObservedSource: "bundled", Prefixes: a.prefixes, Logger: m.Logger,
+		Coordinates: func(provider, region string) (float64, float64, bool) {
+			r, _ := regs.Lookup(provider, region) // the region, also when it maps to no single zone
+			return r.Latitude, r.Longitude, r.HasGeo
+		}}
 	if m.Store.conn != nil {
 		cfg.Observed, cfg.ObservedSource, cfg.Forecasts = m.Store.conn, "store", m.Store.conn
 	}

@@ -92,6 +92,30 @@ func TestCASDKCurrentForecastFromTheGateway(t *testing.T) {
 	}
 }
 
+func TestCASDKLocationsHaveCoordinates(t *testing.T) {
+	t.Parallel()
+	m, _ := startMain(t, "--drain-delay", "0s")
+	resp, err := http.Get(m.URL() + "/casdk/locations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var locs map[string]struct {
+		Latitude, Longitude *float64
+		Name                string
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&locs); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	// westeurope's geolocation in the region table; a zone id has none.
+	if l := locs["westeurope"]; l.Latitude == nil || *l.Latitude != 51.9167 || *l.Longitude != 4.5 {
+		t.Errorf("westeurope %+v", l)
+	}
+	if l, ok := locs["NL"]; !ok || l.Latitude != nil {
+		t.Errorf("zone NL %+v (listed %v), want no coordinates", l, ok)
+	}
+}
+
 func TestCASDKBadPrefix(t *testing.T) {
 	t.Parallel()
 	m := NewMain()

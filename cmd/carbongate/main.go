@@ -314,7 +314,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if mount, err = m.Admission.mount(m, mount); err != nil {
 		return err
 	}
-	mount, casdkDoc, err := m.CASDK.mount(m, mount, bundled)
+	mount, casdkDoc, err := m.CASDK.mount(m, mount, bundled, regs)
 	if err != nil {
 		return err
 	}
