@@ -1,6 +1,6 @@
 // Command carbonctl is carbongate's operator CLI: ingest, train, backfill,
-// evaluate, deploy, and the registry commands register, promote and
-// registry migrate.
+// evaluate, deploy, the registry commands register, promote and registry
+// migrate, and the client commands schedule and forecast.
 package main
 
 import (
@@ -33,6 +33,8 @@ func commands() map[string]command {
 		"register": {"store a model directory's files (S3 or local) and register it as a new version", runRegister},
 		"promote":  {"point an alias (champion by default) at a version: what serves changes live", runPromote},
 		"backfill": {"issue forecasts over a past range as they would have been issued and write them to the forecast store", runBackfill},
+		"schedule": {"ask a carbongate where and when to run a job (table or JSON; --run-now-below gates a CI job by exit code)", runSchedule},
+		"forecast": {"print a carbongate's current forecast of a zone (table or JSON)", runForecast},
 	}
 }
 
@@ -44,7 +46,8 @@ func main() {
 }
 
 // Main runs carbonctl with args and returns the process exit code: 0 on
-// success, 2 for usage errors, 1 for failures.
+// success, 2 for usage errors, 1 for failures, 3 when schedule
+// --run-now-below says not to run now.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -67,6 +70,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		var ec exitCode
+		if errors.As(err, &ec) {
+			fmt.Fprintf(stderr, "carbonctl %s: %s\n", args[0], ec.msg)
+			return ec.code
 		}
 		fmt.Fprintf(stderr, "carbonctl %s: %v\n", args[0], err)
 		if isUsage(err) {

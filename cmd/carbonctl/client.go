@@ -1,0 +1,319 @@
+package main
+
+// The client commands: schedule and forecast ask a running carbongate.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// DefaultURL is the carbongate the client commands ask unless told
+// otherwise ($CARBONGATE_URL or --url): the one make run starts.
+const DefaultURL = "http://localhost:8080"
+
+// exitDefer is the exit code of schedule --run-now-below when the job
+// should not run now: waiting or moving it saves at least that much.
+const exitDefer = 3
+
+// clientFlags are the flags every client command shares.
+type clientFlags struct {
+	url     string
+	output  string
+	timeout time.Duration
+}
+
+// parseClient adds the shared flags to fs, whose own flags are defined,
+// parses args and checks them; positional arguments are a usage error.
+func parseClient(fs *flag.FlagSet, args []string) (*clientFlags, error) {
+	c := &clientFlags{}
+	c.add(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected arguments %q", fs.Args())
+	}
+	return c, nil
+}
+
+func (c *clientFlags) add(fs *flag.FlagSet) {
+	def := DefaultURL
+	if v := os.Getenv("CARBONGATE_URL"); v != "" {
+		def = v
+	}
+	fs.StringVar(&c.url, "url", def, "carbongate's base URL (default $CARBONGATE_URL or "+DefaultURL+")")
+	fs.StringVar(&c.output, "output", "table", "table (for people) or json (carbongate's answer as it came)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound of the request")
+}
+
+func (c *clientFlags) check() error {
+	if c.output != "table" && c.output != "json" {
+		return usagef("--output must be table or json, got %q", c.output)
+	}
+	u, err := url.Parse(c.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--url %q is not an http(s)://host[:port] URL", c.url)
+	}
+	if c.timeout <= 0 {
+		return usagef("--timeout must be positive, got %v", c.timeout)
+	}
+	return nil
+}
+
+// call sends a request to carbongate and returns the answer's body; an
+// answer other than 200 is an error carrying carbongate's message.
+func (c *clientFlags) call(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.url, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("carbongate at %s: %w", c.url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("carbongate at %s: reading the answer: %w", c.url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Field, Message string } `json:"error"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			field := ""
+			if e.Error.Field != "" {
+				field = " (" + e.Error.Field + ")"
+			}
+			return nil, fmt.Errorf("carbongate answered %d %s%s: %s", resp.StatusCode, e.Error.Code, field, e.Error.Message)
+		}
+		return nil, fmt.Errorf("carbongate answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// list splits a comma-separated flag value, dropping empty items.
+func list(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type placementJSON struct {
+	Zone     string `json:"zone"`
+	Location *struct {
+		Provider string `json:"provider"`
+		Region   string `json:"region"`
+	} `json:"location"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	MeanIntensity float64   `json:"mean_intensity"`
+}
+
+func (p placementJSON) where() string {
+	if p.Location != nil {
+		return p.Zone + " (" + p.Location.Provider + "/" + p.Location.Region + ")"
+	}
+	return p.Zone
+}
+
+// runSchedule asks carbongate's POST /v1/schedule where and when to run a
+// job. With --run-now-below PCT the exit code gates a CI job: 0 when the
+// best window saves less than PCT % over running now (run now), 3 when it
+// saves at least that much (defer: run at the decision instead).
+func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("schedule", stderr)
+	zones := fs.String("zones", "", "candidate zones, comma-separated (DE,SE,PL)")
+	locations := fs.String("locations", "", "candidate cloud regions, comma-separated provider:region (aws:eu-west-1,azure:westeurope)")
+	duration := fs.String("duration", "", "the job's duration: 3h, 90m or PT3H (required)")
+	deadline := fs.String("deadline", "", "the job must finish by it (RFC 3339); default: the forecast horizon")
+	earliest := fs.String("earliest-start", "", "not before (RFC 3339); default: now")
+	signal := fs.String("signal", "", "lifecycle (default) or direct")
+	origin := fs.String("origin", "", "zone of the run-now baseline; default: the first candidate")
+	step := fs.String("step", "", "spacing of candidate starts (e.g. 15m); default: carbongate's")
+	runNowBelow := fs.Float64("run-now-below", math.NaN(), "exit 0 when the saving over running now is below this percentage, 3 when it is at least this (a CI gate)")
+	c, err := parseClient(fs, args)
+	if err != nil {
+		return err
+	}
+	if *duration == "" {
+		return usagef("--duration is required")
+	}
+	if *zones == "" && *locations == "" {
+		return usagef("give --zones, --locations or both")
+	}
+	req := map[string]any{"duration": *duration}
+	if zs := list(*zones); len(zs) > 0 {
+		req["zones"] = zs
+	}
+	var locs []map[string]string
+	for _, l := range list(*locations) {
+		p, r, ok := strings.Cut(l, ":")
+		if !ok {
+			p, r, ok = strings.Cut(l, "/")
+		}
+		if !ok || p == "" || r == "" {
+			return usagef("--locations: %q is not provider:region", l)
+		}
+		locs = append(locs, map[string]string{"provider": p, "region": r})
+	}
+	if len(locs) > 0 {
+		req["locations"] = locs
+	}
+	for k, v := range map[string]string{"deadline": *deadline, "earliest_start": *earliest, "signal": *signal, "origin": *origin, "step": *step} {
+		if v != "" {
+			req[k] = v
+		}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	b, err := c.call(ctx, http.MethodPost, "/v1/schedule", body)
+	if err != nil {
+		return err
+	}
+	var d struct {
+		Decision     placementJSON   `json:"decision"`
+		Baseline     *placementJSON  `json:"baseline"`
+		SavingsPct   *float64        `json:"savings_pct"`
+		Alternatives []placementJSON `json:"alternatives"`
+		Unit         string          `json:"unit"`
+		Signal       string          `json:"signal"`
+		Provenance   map[string]struct {
+			Source string `json:"source"`
+			Model  string `json:"model"`
+		} `json:"provenance"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return fmt.Errorf("carbongate's answer is not a schedule: %w", err)
+	}
+	if c.output == "json" {
+		if _, err := stdout.Write(append(bytes.TrimSpace(b), '\n')); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "\tWHERE\tSTART\tEND\tMEAN %s\tSOURCE\n", d.Unit)
+		row := func(label string, p placementJSON) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\n", label, p.where(), p.Start.Format(time.RFC3339), p.End.Format(time.RFC3339), p.MeanIntensity, d.Provenance[p.Zone].Source)
+		}
+		row("decision", d.Decision)
+		if d.Baseline != nil {
+			row("run now", *d.Baseline)
+		}
+		for _, a := range d.Alternatives {
+			if a.Zone != d.Decision.Zone {
+				row("alternative", a)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if d.SavingsPct != nil {
+			fmt.Fprintf(stdout, "saving over running now: %.1f%% (%s signal)\n", *d.SavingsPct, d.Signal)
+		}
+	}
+	if math.IsNaN(*runNowBelow) {
+		return nil
+	}
+	if d.SavingsPct == nil {
+		return fmt.Errorf("--run-now-below: carbongate gave no run-now baseline to compare with")
+	}
+	if *d.SavingsPct >= *runNowBelow {
+		return exitCode{exitDefer, fmt.Sprintf("defer: waiting or moving saves %.1f%%, at least %g%%; run at %s in %s", *d.SavingsPct, *runNowBelow, d.Decision.Start.Format(time.RFC3339), d.Decision.where())}
+	}
+	return nil
+}
+
+// runForecast prints carbongate's GET /v1/forecast of a zone.
+func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("forecast", stderr)
+	zone := fs.String("zone", "", "the zone (required), e.g. DE")
+	signal := fs.String("signal", "", "lifecycle (default) or direct")
+	c, err := parseClient(fs, args)
+	if err != nil {
+		return err
+	}
+	if *zone == "" {
+		return usagef("--zone is required")
+	}
+	q := url.Values{"zone": {*zone}}
+	if *signal != "" {
+		q.Set("signal", *signal)
+	}
+	b, err := c.call(ctx, http.MethodGet, "/v1/forecast?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if c.output == "json" {
+		_, err := stdout.Write(append(bytes.TrimSpace(b), '\n'))
+		return err
+	}
+	var f struct {
+		Zone       string    `json:"zone"`
+		Signal     string    `json:"signal"`
+		Unit       string    `json:"unit"`
+		Start      time.Time `json:"start"`
+		Values     []float64 `json:"values"`
+		Lower      []float64 `json:"lower"`
+		Upper      []float64 `json:"upper"`
+		Provenance struct {
+			Source  string `json:"source"`
+			Model   string `json:"model"`
+			Version string `json:"version"`
+		} `json:"provenance"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("carbongate's answer is not a forecast: %w", err)
+	}
+	p := f.Provenance
+	fmt.Fprintf(stdout, "%s %s forecast, first hour %s, source %s (model %s)\n", f.Zone, f.Signal, f.Start.Format(time.RFC3339), p.Source, strings.TrimSpace(p.Model+" "+p.Version))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	interval := len(f.Lower) == len(f.Values) && len(f.Upper) == len(f.Values) && len(f.Values) > 0
+	if interval {
+		fmt.Fprintf(tw, "HOUR\t%s\tLOWER\tUPPER\n", f.Unit)
+	} else {
+		fmt.Fprintf(tw, "HOUR\t%s\n", f.Unit)
+	}
+	for i, v := range f.Values {
+		h := f.Start.Add(time.Duration(i) * time.Hour).Format(time.RFC3339)
+		if interval {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\n", h, v, f.Lower[i], f.Upper[i])
+		} else {
+			fmt.Fprintf(tw, "%s\t%.1f\n", h, v)
+		}
+	}
+	return tw.Flush()
+}
+
+// exitCode is a result that is not a failure but exits with code.
+type exitCode struct {
+	code int
+	msg  string
+}
+
+func (e exitCode) Error() string { return e.msg }
