@@ -2,6 +2,8 @@
 #   make run         build, train the bundled models if absent, start the gateway on :8080
 #   make test        everything the tests need, then every test
 #   make test-short  unit tests only
+#   make lint        staticcheck (make test runs it too)
+#   make help        this list
 #   make bench       the performance and accuracy figures
 #   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
 #   make kube-up     a local Kubernetes API server with carbongate as its webhook and controller
@@ -29,9 +31,13 @@ VERSION    := v$(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p'
 VERSION_PKG := github.com/carbongate/carbongate/cmd/internal/version
 LDFLAGS    := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: all build run test test-short vet fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
+.PHONY: all help build run test test-short vet lint fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
 
 all: build
+
+# The targets, from the comment at the top of this file.
+help:
+	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
 
 build:
 	@mkdir -p $(BIN)
@@ -82,6 +88,11 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags interop ./...
 
+# staticcheck (pinned, built once by test/setup/staticcheck.sh) over every package, the interop
+# tests included.
+lint:
+	$$(test/setup/staticcheck.sh) -tags interop ./...
+
 # Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module, the OPA bundle's
 # data and the instance-type data from the pinned Cloud Carbon Footprint npm tarballs.
 generate:
@@ -100,7 +111,7 @@ fmt-check:
 # are built once from test/setup/kube/ (several minutes; cached the same way).
 # CrateDB is unpacked once from ../shared/peers/cratedb/ beside the clone
 # (test/setup/cratedb.sh); each test binary runs its own server as well.
-test: fmt-check vet
+test: fmt-check vet lint
 	@echo "setting up the peers (cached after the first run)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_CRATEDB_HOME=$$(test/setup/cratedb.sh) && \

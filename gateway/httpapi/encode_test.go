@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func encodingJSON(tb testing.TB, v any) []byte {
 func randomSchedules(n int) []scheduleBody {
 	r := rand.New(rand.NewPCG(3, 4))
 	strs := []string{"", "DE", "US-CAL-CISO", `quote " and \ backslash`, "tab\tnewline\n", "ünïcödé", "\u2028", "bad \xff utf8", "<html>&"}
-	floats := []float64{0, 1, -1, 123.456, 1e-7, 2.5e-9, 1e21, 1e20, 36.53666666666671, -0.0}
+	floats := []float64{0, 1, -1, 123.456, 1e-7, 2.5e-9, 1e21, 1e20, 36.53666666666671, math.Copysign(0, -1)}
 	// Half the times repeat, as window bounds and issue times do; some are
 	// not in UTC.
 	var seen []time.Time

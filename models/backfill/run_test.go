@@ -14,13 +14,11 @@ import (
 )
 
 // recorder is a model whose forecast is the last history value plus the
-// lead hour; it records, per start, the last history value it saw and the
-// batch sizes it was called with.
+// lead hour; it records, per start, the last history value it saw.
 type recorder struct {
-	meta  models.Meta
-	mu    sync.Mutex
-	last  map[int64]float64
-	sizes []int
+	meta models.Meta
+	mu   sync.Mutex
+	last map[int64]float64
 }
 
 func newRecorder(lookback, horizon int) *recorder {
