@@ -219,7 +219,7 @@ func (a *Admission) mount(m *Main, next func(*echo.Echo)) (func(*echo.Echo), err
 	}
 	w, err := admission.New(admission.Config{
 		Scheduler: m.gw.Service, Data: data, FailOpen: a.FailOpen, Timeout: a.Timeout,
-		MaxBody: a.MaxBody, RequireClientCert: a.ClientCA != "", Logger: m.Logger,
+		MaxBody: a.MaxBody, RequireClientCert: a.ClientCA != "", Logger: m.Logger, Registerer: m.reg,
 		Workloads: m.Controller.workloads(m.clk),
 	})
 	if err != nil {

@@ -156,6 +156,7 @@ func TestAdmissionPlainHTTP(t *testing.T) {
 	if !strings.Contains(logs.String(), "plain HTTP") {
 		t.Fatalf("no warning about plain HTTP:\n%s", logs)
 	}
+	wantMetrics(t, m.URL(), `carbongate_admission_reviews_total{result="admitted"} 1`, `carbongate_admission_reviews_total{result="unavailable"} 0`)
 	big := strings.Replace(reviewOf("u2", "CREATE"), `"jobs"`, `"`+strings.Repeat("x", 4096)+`"`, 1)
 	resp, err = http.Post(m.URL()+"/v1/admission/mutate", "application/json", strings.NewReader(big))
 	if err != nil {
@@ -176,6 +177,17 @@ func TestAdmissionPlainHTTP(t *testing.T) {
 	}
 	if doc := getBody(t, off.URL()+"/openapi.json"); strings.Contains(doc, "/v1/admission/mutate") {
 		t.Fatal("/openapi.json describes the webhook route without --admission")
+	}
+}
+
+// wantMetrics fails unless base's /metrics has every line of lines.
+func wantMetrics(t *testing.T, base string, lines ...string) {
+	t.Helper()
+	got := strings.Split(getBody(t, base+"/metrics"), "\n")
+	for _, l := range lines {
+		if !slices.Contains(got, l) {
+			t.Errorf("/metrics has no line %q", l)
+		}
 	}
 }
 

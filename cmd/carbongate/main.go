@@ -124,6 +124,7 @@ type Main struct {
 	api       *httpapi.Server
 	routes    []httpapi.Route // of the mounted APIs
 	gw        *embedded.Gateway
+	reg       *prometheus.Registry // what /metrics serves
 	clk       clock.Clock
 	warm      context.CancelFunc
 	wg        sync.WaitGroup
@@ -259,6 +260,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector("carbongate"))
+	m.reg = reg
 	if m.ModelsDir == "" {
 		m.Logger.Warn("no --models directory; serving with the baseline and climatology only")
 	}

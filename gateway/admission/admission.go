@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,11 +90,23 @@ type Config struct {
 	// hold); without its Cluster they are admitted unchanged.
 	Workloads Workloads
 	Logger    *slog.Logger // nil: discard
+	// Registerer, when set, registers carbongate_admission_reviews_total.
+	Registerer prometheus.Registerer
 }
+
+// Results of a review, the values of the "result" label of
+// carbongate_admission_reviews_total.
+const (
+	ResultAdmitted    = "admitted"    // allowed: scheduled, or nothing to schedule
+	ResultDenied      = "denied"      // the template's fault: 400 or 403
+	ResultUnavailable = "unavailable" // no schedule from the gateway: denied with 503, or admitted unscheduled (fail-open)
+)
 
 // Webhook decides AdmissionReviews. Safe for concurrent use.
 type Webhook struct {
-	cfg Config
+	cfg     Config
+	reviews *prometheus.CounterVec
+	results [3]prometheus.Counter // admitted, denied, unavailable
 }
 
 // New validates cfg and returns a Webhook.
@@ -120,7 +133,19 @@ func New(cfg Config) (*Webhook, error) {
 		wc.Duration = cmp.Or(wc.Duration, DefaultWorkloadDuration)
 		wc.MaxDelay = cmp.Or(wc.MaxDelay, DefaultMaxDelay)
 	}
-	return &Webhook{cfg: cfg}, nil
+	w := &Webhook{cfg: cfg, reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "carbongate_admission_reviews_total",
+		Help: "AdmissionReviews decided, by result: admitted, denied (the template's fault) or unavailable (no schedule from the gateway: denied with 503, or admitted unscheduled when failing open).",
+	}, []string{"result"})}
+	for i, r := range []string{ResultAdmitted, ResultDenied, ResultUnavailable} {
+		w.results[i] = w.reviews.WithLabelValues(r)
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(w.reviews); err != nil {
+			return nil, fmt.Errorf("admission: register metrics: %w", err)
+		}
+	}
+	return w, nil
 }
 
 // outcome is a decision before it is rendered as an AdmissionResponse.
@@ -133,6 +158,19 @@ type outcome struct {
 
 func allow() outcome { return outcome{allowed: true} }
 
+// result is the index in Webhook.results of o's result: a denial with 503
+// and an admission with a message (failing open) are the gateway's
+// unavailability.
+func (o outcome) result() int {
+	switch {
+	case o.code == 503 || (o.allowed && o.message != ""):
+		return 2
+	case !o.allowed:
+		return 1
+	}
+	return 0
+}
+
 func deny(code int32, format string, args ...any) outcome {
 	return outcome{code: code, message: fmt.Sprintf(format, args...)}
 }
@@ -141,7 +179,9 @@ func deny(code int32, format string, args ...any) outcome {
 // outcome is a response (denials carry status code and message), with UID
 // set to req.UID.
 func (w *Webhook) Admit(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string) *admissionv1.AdmissionResponse {
-	return w.decide(ctx, req, requestID, w.cfg.Scheduler).response(req.UID)
+	o := w.decide(ctx, req, requestID, w.cfg.Scheduler)
+	w.results[o.result()].Inc()
+	return o.response(req.UID)
 }
 
 // decide decides req, asking sched where and when.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -335,6 +337,11 @@ func TestCarbongateFailures(t *testing.T) {
 			if el := time.Since(t0); el > 5*time.Second {
 				t.Fatalf("took %v", el)
 			}
+			result := ResultUnavailable
+			if tt.code == 400 {
+				result = ResultDenied
+			}
+			checkResults(t, w, result)
 			if r.Allowed != tt.allowed {
 				t.Fatalf("allowed=%v result=%+v, want %v", r.Allowed, r.Result, tt.allowed)
 			}
@@ -356,6 +363,49 @@ func TestCarbongateFailures(t *testing.T) {
 			}
 			if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "carbongate unavailable") {
 				t.Fatalf("warnings=%q", r.Warnings)
+			}
+		})
+	}
+}
+
+// checkResults: w decided one review, counted under result want.
+func checkResults(t *testing.T, w *Webhook, want string) {
+	t.Helper()
+	for _, r := range []string{ResultAdmitted, ResultDenied, ResultUnavailable} {
+		n := testutil.ToFloat64(w.reviews.WithLabelValues(r))
+		if r == want && n != 1 || r != want && n != 0 {
+			t.Errorf("carbongate_admission_reviews_total{result=%q} = %v after one review counted as %s", r, n, want)
+		}
+	}
+}
+
+// TestReviewResults: a scheduled template and one admitted unchanged are
+// "admitted", one without an eligible region "denied"; the counter is
+// registered under its name.
+func TestReviewResults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  *admissionv1.AdmissionRequest
+		want string
+	}{
+		{"scheduled", request(admissionv1.Create, vmTemplate(t, baseSpec(nil), nil), nil), ResultAdmitted},
+		{"delete", request(admissionv1.Delete, nil, nil), ResultAdmitted},
+		{"no eligible region", request(admissionv1.Create, vmTemplate(t, baseSpec(map[string]any{"originRegion": "uksouth", "maxLatencyMs": 5, "residency": "EU"}), nil), nil), ResultDenied},
+		{"malformed spec", request(admissionv1.Create, vmTemplate(t, baseSpec(map[string]any{"duration": "soon"}), nil), nil), ResultDenied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			w, err := New(Config{Scheduler: &fakeScheduler{}, Data: world(), Registerer: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Admit(context.Background(), tt.req, "")
+			checkResults(t, w, tt.want)
+			if n, err := testutil.GatherAndCount(reg, "carbongate_admission_reviews_total"); err != nil || n != 3 {
+				t.Fatalf("registered series: %d, %v; want the three results", n, err)
 			}
 		})
 	}
