@@ -259,7 +259,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("region table: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector("carbongate"))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector("carbongate"),
+		healthCollector{reg: &m.Registry, store: &m.Store})
 	m.reg = reg
 	if m.ModelsDir == "" {
 		m.Logger.Warn("no --models directory; serving with the baseline and climatology only")

@@ -121,6 +121,7 @@ func TestRegistryPromotion(t *testing.T) {
 	if !strings.Contains(string(b), `"registry":"ok: 1 models from the registry"`) {
 		t.Fatalf("readyz %s", b)
 	}
+	wantMetrics(t, base, `carbongate_dependency_up{dependency="registry"} 1`, "carbongate_registry_promotion_failed 0")
 }
 
 // TestRegistryDownAtStartup: with the database unreachable carbongate still
@@ -153,6 +154,7 @@ func TestRegistryDownAtStartup(t *testing.T) {
 	if !strings.Contains(logs.String(), "registry unreachable; retrying in the background") {
 		t.Fatalf("no warning logged:\n%s", logs)
 	}
+	wantMetrics(t, m.URL(), `carbongate_dependency_up{dependency="registry"} 0`)
 }
 
 // TestRegistryUntrustedSource: a version whose source is a local directory
@@ -194,6 +196,7 @@ func TestRegistryUntrustedSource(t *testing.T) {
 	if !strings.Contains(note, "carbon-forecaster-DE version 1: refused as invalid") || strings.Contains(note, "/etc") {
 		t.Fatalf("readyz %s, want the failed version named without its path", note)
 	}
+	wantMetrics(t, base, "carbongate_registry_promotion_failed 1")
 	if !strings.Contains(logs.String(), "/etc is outside the allowed artifact sources") {
 		t.Fatalf("the log does not say why:\n%s", logs)
 	}

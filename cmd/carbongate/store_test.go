@@ -98,6 +98,7 @@ func TestHistoryFromStore(t *testing.T) {
 	if f := getForecast(t, m.URL()+"/v1/forecast?zone=SE"); f.Provenance.Source != string(forecast.SourceClimatology) {
 		t.Fatalf("SE source %q, want climatology", f.Provenance.Source)
 	}
+	wantMetrics(t, m.URL(), `carbongate_dependency_up{dependency="store"} 1`)
 }
 
 func TestStoreFlagErrors(t *testing.T) { // not parallel: it sets the environment
@@ -172,4 +173,5 @@ func TestStoreUnreachable(t *testing.T) {
 	if f := getForecast(t, m.URL()+"/v1/forecast?zone=DE"); f.Provenance.Source != string(forecast.SourceClimatology) {
 		t.Fatalf("source %q, want climatology while the store is unreachable", f.Provenance.Source)
 	}
+	wantMetrics(t, m.URL(), `carbongate_dependency_up{dependency="store"} 0`)
 }
