@@ -117,6 +117,7 @@ test: fmt-check vet lint
 	CARBONGATE_CRATEDB_HOME=$$(test/setup/cratedb.sh) && \
 	CARBONGATE_OPA=$$(test/setup/opa.sh) && \
 	HELM=$$(test/setup/helm.sh) && \
+	CARBONGATE_PROMTOOL=$$(test/setup/promtool.sh) && \
 	CARBONGATE_CCF=$$(test/setup/ccf.sh) && \
 	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
 	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && \
@@ -125,7 +126,7 @@ test: fmt-check vet lint
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet
