@@ -52,6 +52,8 @@ admission:
   namespaceSelector: {matchLabels: {carbongate.io/admission: enabled}}
 autoscaling: {enabled: true}
 serviceMonitor: {enabled: true, labels: {release: prometheus}}
+prometheusRule: {enabled: true, labels: {release: prometheus}, runbookBase: "https://wiki.example.com/carbongate/runbooks"}
+grafana: {dashboard: {enabled: true, folder: Carbon}}
 store: {enabled: true, uriSecret: {name: carbongate-store}, migrate: true}
 ingest:
   electricityMaps: {zones: [DE, SE], tokenSecret: {name: electricitymaps}}
@@ -62,8 +64,8 @@ gateway:
   extraEnv: [{name: GOMAXPROCS, value: "2"}]
 `,
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 2, "Deployment": 2, "PodDisruptionBudget": 2,
-			"HorizontalPodAutoscaler": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 2, "MutatingWebhookConfiguration": 1,
-			"ServingRuntime": 1, "InferenceService": 4, "ServiceMonitor": 1, "CronJob": 1},
+			"HorizontalPodAutoscaler": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 3, "MutatingWebhookConfiguration": 1,
+			"ServingRuntime": 1, "InferenceService": 4, "ServiceMonitor": 1, "PrometheusRule": 1, "CronJob": 1},
 	},
 	{
 		name: "admission opa, bundle from a ConfigMap", release: "carbongate", ns: "policy",
@@ -106,6 +108,12 @@ serviceMonitor: {enabled: true}
 	{
 		name: "admission none", release: "carbongate", ns: "carbon", values: "admission: {mode: none}",
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
+		name: "alerts and dashboard", release: "carbongate", ns: "carbon",
+		values: "{prometheusRule: {enabled: true}, grafana: {dashboard: {enabled: true}}}",
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1,
+			"PrometheusRule": 1, "ConfigMap": 1},
 	},
 	{
 		name: "registry on PostgreSQL", release: "carbongate", ns: "carbon",

@@ -80,7 +80,7 @@ func TestChartCaseKinds(t *testing.T) {
 		}
 	}
 	want := []string{"ConfigMap", "CronJob", "Deployment", "HorizontalPodAutoscaler", "InferenceService",
-		"MutatingWebhookConfiguration", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount",
+		"MutatingWebhookConfiguration", "PodDisruptionBudget", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount",
 		"ServiceMonitor", "ServingRuntime"}
 	got := slices.Sorted(maps.Keys(seen))
 	if !slices.Equal(got, want) {

@@ -34,6 +34,8 @@ func checkRendered(t *testing.T, c chartCase, o *Objects) {
 	checkWebhooks(t, o)
 	checkOPA(t, o)
 	checkServiceMonitors(t, o)
+	checkPrometheusRules(t, c, o)
+	checkDashboards(t, c, o)
 	checkCronJobs(t, o)
 	checkConfigMaps(t, o)
 	checkKServeRefs(t, o)

@@ -78,6 +78,40 @@ type ServiceMonitorCA struct {
 	ConfigMap *corev1.ConfigMapKeySelector `json:"configMap,omitempty"`
 }
 
+// PrometheusRule is the Prometheus Operator's monitoring.coreos.com/v1
+// PrometheusRule, field for field as its CRD names them (a local type, as
+// ServiceMonitor): its spec is a Prometheus rule file.
+type PrometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              PrometheusRuleSpec `json:"spec"`
+}
+
+// PrometheusRuleSpec holds the rule groups.
+type PrometheusRuleSpec struct {
+	Groups []RuleGroup `json:"groups"`
+}
+
+// RuleGroup is one group of rules.
+type RuleGroup struct {
+	Name        string `json:"name"`
+	Interval    string `json:"interval,omitempty"`
+	QueryOffset string `json:"query_offset,omitempty"`
+	Limit       *int   `json:"limit,omitempty"`
+	Rules       []Rule `json:"rules"`
+}
+
+// Rule is an alerting or recording rule.
+type Rule struct {
+	Record        string            `json:"record,omitempty"`
+	Alert         string            `json:"alert,omitempty"`
+	Expr          string            `json:"expr"`
+	For           string            `json:"for,omitempty"`
+	KeepFiringFor string            `json:"keep_firing_for,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+}
+
 // newObject returns a pointer to the Go type of apiVersion/kind, or nil for
 // a kind the chart is not expected to render.
 func newObject(apiVersion, kind string) any {
@@ -114,6 +148,8 @@ func newObject(apiVersion, kind string) any {
 		return &apiextensionsv1.CustomResourceDefinition{}
 	case "monitoring.coreos.com/v1/ServiceMonitor":
 		return &ServiceMonitor{}
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &PrometheusRule{}
 	}
 	return nil
 }

@@ -4,8 +4,8 @@
 // as $HELM) for several values combinations, run `helm lint --strict`, and
 // decode every rendered document strictly into its Go API type — k8s.io/api,
 // KServe's serving/v1alpha1 and v1beta1 types, apiextensions/v1 for the CRD
-// and a field-for-field local type for the Prometheus Operator's
-// ServiceMonitor — so that an unknown or misspelled field fails. The API
+// and field-for-field local types for the Prometheus Operator's
+// ServiceMonitor and PrometheusRule — so that an unknown or misspelled field fails. The API
 // types' cheap validators (names, labels, selectors, the CRD validator of the
 // API server) run next, then the chart's own contracts: probes, the drain
 // timing, secrets only through secretKeyRef (and no URL with user

@@ -38,6 +38,7 @@ type Objects struct {
 	InferenceSvcs   []*v1beta1.InferenceService
 	CRDs            []*apiextensionsv1.CustomResourceDefinition
 	ServiceMonitors []*ServiceMonitor
+	PrometheusRules []*PrometheusRule
 }
 
 // Object is one decoded document with its metadata.
@@ -92,6 +93,8 @@ func decodeAll(tb testing.TB, m Manifest) *Objects {
 			o.CRDs, meta = append(o.CRDs, x), &x.ObjectMeta
 		case *ServiceMonitor:
 			o.ServiceMonitors, meta = append(o.ServiceMonitors, x), &x.ObjectMeta
+		case *PrometheusRule:
+			o.PrometheusRules, meta = append(o.PrometheusRules, x), &x.ObjectMeta
 		default:
 			tb.Errorf("%s: decoded to unhandled %T", d.ID(), obj)
 			continue
