@@ -16,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,7 +45,7 @@ func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	bin := services.GoBuild(t, "carbongate", "carbonserve", "carbonctl")
 	models := filepath.Join(t.TempDir(), "models")
-	run(t, filepath.Join(bin, "carbonctl"), "train", "--data", "bundled", "--until", "2021-01-01T00:00:00Z",
+	services.Run(t, filepath.Join(bin, "carbonctl"), "train", "--data", "bundled", "--until", "2021-01-01T00:00:00Z",
 		"--signal", "lifecycle", "--zones", strings.Join(zones, ","), "--out", models)
 
 	w := services.StartWeed(t)
@@ -94,16 +93,6 @@ func startCluster(t *testing.T) *cluster {
 		Ready: func(ctx context.Context) error { return services.HTTPReady(c.gateway + "/readyz")(ctx) },
 	})
 	return c
-}
-
-func run(t *testing.T, path string, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(path), strings.Join(args, " "), err, out)
-	}
 }
 
 func upload(t testing.TB, w *services.S3, bucket, prefix, dir string) {

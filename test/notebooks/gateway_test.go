@@ -26,19 +26,8 @@ func startGateway(t *testing.T, bin, restURL string) string {
 	if err := os.WriteFile(routes, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var base string
-	services.StartBinary(t, services.Binary{
-		Name: "carbongate", Path: filepath.Join(bin, "carbongate"),
-		ArgsFor: func() []string {
-			p := services.FreePort(t)
-			base = fmt.Sprintf("http://127.0.0.1:%d", p)
-			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", p), "--routes", routes,
-				"--clock", "replay", "--replay-start", replayStart, "--drain-delay", "0s",
-				"--access-log=false", "--upstream-timeout", "10s"}
-		},
-		Ready: func(ctx context.Context) error { return services.HTTPReady(base + "/readyz")(ctx) },
-	})
-	return base
+	return services.StartGateway(t, filepath.Join(bin, "carbongate"), "--routes", routes,
+		"--clock", "replay", "--replay-start", replayStart, "--upstream-timeout", "10s")
 }
 
 // forecastBody is the part of GET /v1/forecast the test reads.

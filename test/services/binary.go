@@ -88,3 +88,33 @@ func OIPReady(restURL, grpcAddr, model string) func(context.Context) error {
 		return readyCheck(restURL, grpcAddr, model, true)(ctx)
 	}
 }
+
+// Run runs the program at path with args to completion (at most 5
+// minutes) and fails the test with its output when it fails.
+func Run(tb testing.TB, path string, args ...string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("%s %s: %v\n%s", filepath.Base(path), strings.Join(args, " "), err, out)
+	}
+}
+
+// StartGateway starts the carbongate at path on a free loopback port with
+// --drain-delay 0s, --access-log=false and args, and returns its base URL
+// once /readyz answers 200.
+func StartGateway(tb testing.TB, path string, args ...string) string {
+	tb.Helper()
+	var base string
+	StartBinary(tb, Binary{
+		Name: "carbongate", Path: path,
+		ArgsFor: func() []string {
+			p := FreePort(tb)
+			base = fmt.Sprintf("http://127.0.0.1:%d", p)
+			return append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", p), "--drain-delay", "0s", "--access-log=false"}, args...)
+		},
+		Ready: func(ctx context.Context) error { return HTTPReady(base + "/readyz")(ctx) },
+	})
+	return base
+}
