@@ -96,8 +96,9 @@ type Main struct {
 	httpSrv        *http.Server
 	gate           *oip.Gate
 	grpcMu         sync.Mutex
-	grpcSrv        *grpc.Server // set once the first load ended (startGRPC)
-	grpcStopped    bool         // by Close: startGRPC does nothing
+	grpcSrv        *grpc.Server    // set once the first load ended (startGRPC)
+	grpcHealth     *oipgrpc.Health // grpcSrv's health service
+	grpcStopped    bool            // by Close: startGRPC does nothing
 	s3c            *minio.Client
 	tmpCache       string
 	remotes        []*remote
@@ -344,7 +345,9 @@ func (m *Main) startGRPC() {
 		return
 	}
 	maxMsg := m.grpcMaxMessage()
-	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger), oipgrpc.ServerGate(m.gate), oipgrpc.ServerMaxMessageSize(maxMsg))
+	m.grpcHealth = oipgrpc.NewHealth(m.backend())
+	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger), oipgrpc.ServerGate(m.gate), oipgrpc.ServerMaxMessageSize(maxMsg),
+		oipgrpc.ServerHealth(m.grpcHealth))
 	srv, ln := m.grpcSrv, m.grpcLn
 	m.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -539,13 +542,14 @@ func (m *Main) Close() error {
 // listener when it never started serving; after it startGRPC does nothing.
 func (m *Main) stopGRPC(ctx context.Context) {
 	m.grpcMu.Lock()
-	srv, ln := m.grpcSrv, m.grpcLn
+	srv, ln, health := m.grpcSrv, m.grpcLn, m.grpcHealth
 	m.grpcStopped = true
 	m.grpcMu.Unlock()
 	if srv == nil {
 		ln.Close()
 		return
 	}
+	health.Shutdown() // health watchers would hold GracefulStop
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {

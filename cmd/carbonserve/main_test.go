@@ -14,6 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models"
@@ -370,15 +376,16 @@ func TestHotReloadOverGRPC(t *testing.T) {
 	t.Logf("answers %v", seen)
 }
 
-// TestDrainOnClose: Close fails readiness first and keeps serving during
-// the drain delay.
+// TestDrainOnClose: Close fails readiness first, over OIP and the standard
+// gRPC health service (a real grpc.health.v1 client: Check and Watch), and
+// keeps serving during the drain delay.
 func TestDrainOnClose(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "m")
 	servetest.Save(t, dir, servetest.Ridge(t, "carbon-forecaster-DE", "DE", 0))
 	m := NewMain()
 	m.Stderr, m.Getenv = io.Discard, noEnv
-	if err := m.ParseFlags([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0", "--model_dir", dir, "--drain-delay", "300ms"}); err != nil {
+	if err := m.ParseFlags([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0", "--model_dir", dir, "--drain-delay", "1s"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -393,11 +400,40 @@ func TestDrainOnClose(t *testing.T) {
 	if err := rc.ServerReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	conn, err := grpc.NewClient(m.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	for service, want := range map[string]healthpb.HealthCheckResponse_ServingStatus{
+		"": healthpb.HealthCheckResponse_SERVING, "carbon-forecaster-DE": healthpb.HealthCheckResponse_SERVING,
+	} {
+		if r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: service}); err != nil || r.GetStatus() != want {
+			t.Fatalf("grpc.health.v1 Check(%q) = %v, %v; want %v", service, r.GetStatus(), err, want)
+		}
+	}
+	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: "carbon-forecaster-XX"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("grpc.health.v1 Check of an unknown model: %v, want NotFound", err)
+	}
+	watch, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("grpc.health.v1 Watch: %v, %v; want SERVING", r.GetStatus(), err)
+	}
 	closed := make(chan error)
 	go func() { closed <- m.Close() }()
 	time.Sleep(100 * time.Millisecond)
 	if err := rc.ServerReady(ctx); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
 		t.Fatalf("ready while draining: %v", err)
+	}
+	if r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("grpc.health.v1 Check while draining = %v, %v; want NOT_SERVING", r.GetStatus(), err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("grpc.health.v1 Watch while draining: %v, %v; want NOT_SERVING", r.GetStatus(), err)
 	}
 	req, _, _ := forecastRequest(1)
 	if _, err := rc.Infer(ctx, "carbon-forecaster-DE", "", req); err != nil {
@@ -408,5 +444,10 @@ func TestDrainOnClose(t *testing.T) {
 	}
 	if err := rc.ServerLive(ctx); err == nil {
 		t.Fatal("live after Close")
+	}
+	// Close ended the watch before stopping gRPC, or it would have waited
+	// the shutdown timeout for it.
+	if _, err := watch.Recv(); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("grpc.health.v1 Watch after Close: %v, want Unavailable, shutting down", err)
 	}
 }

@@ -23,6 +23,7 @@ type serverConfig struct {
 	maxMsg   int
 	log      *slog.Logger
 	gate     *oip.Gate
+	health   *Health
 	grpcOpts []grpc.ServerOption
 }
 
@@ -42,6 +43,13 @@ func ServerMaxMessageSize(n int) ServerOption {
 // message by then: ServerMaxMessageSize bounds what each call holds.
 func ServerGate(g *oip.Gate) ServerOption {
 	return func(c *serverConfig) { c.gate = g }
+}
+
+// ServerHealth makes NewServer register h as its health service (default:
+// a NewHealth of its own), so that the caller can Shutdown h, ending the
+// Watch calls, before GracefulStop.
+func ServerHealth(h *Health) ServerOption {
+	return func(c *serverConfig) { c.health = h }
 }
 
 // ServerLogger sets where unexpected (EINTERNAL) Backend errors and panics
@@ -70,13 +78,20 @@ func newServerConfig(opts []ServerOption) serverConfig {
 	return cfg
 }
 
-// NewServer returns a grpc.Server serving GRPCInferenceService over b.
-// The caller owns it: Serve(listener), then GracefulStop or Stop.
+// NewServer returns a grpc.Server serving GRPCInferenceService and the
+// standard health service (Health; see ServerHealth) over b. The caller
+// owns it: Serve(listener), then GracefulStop (after the Health's
+// Shutdown, or a watching client holds it) or Stop.
 func NewServer(b oip.Backend, opts ...ServerOption) *grpc.Server {
 	cfg := newServerConfig(opts)
 	gopts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.maxMsg), grpc.MaxSendMsgSize(cfg.maxMsg)}, cfg.grpcOpts...)
 	s := grpc.NewServer(gopts...)
 	pb.RegisterGRPCInferenceServiceServer(s, newService(b, cfg))
+	h := cfg.health
+	if h == nil {
+		h = NewHealth(b)
+	}
+	h.Register(s)
 	return s
 }
 
