@@ -325,17 +325,39 @@ func classify(ctx context.Context, what string, err error) error {
 
 // Config says how to reach the store. See ConfigFromEnv for the
 // environment it reads.
+//
+// Credentials: static keys (AccessKey, SecretKey and, for temporary keys,
+// SessionToken) when set; else the standard chain, first that yields keys:
+// the shared credentials file (SharedCredentialsFile, else
+// ~/.aws/credentials; profile Profile, else "default"), then a role: web
+// identity (WebIdentityTokenFile with RoleARN: EKS IRSA, through STS
+// AssumeRoleWithWebIdentity at STSEndpoint or the regional endpoint), the
+// ECS or EKS Pod Identity container endpoint (AWS_CONTAINER_CREDENTIALS_*,
+// read by minio-go), or, for an AWS endpoint only, the EC2 instance role
+// (IMDS; not with NoInstanceRole); else anonymous access. Role credentials
+// are refreshed before they expire.
 type Config struct {
 	// Endpoint is host[:port], or a URL whose scheme (http or https) sets
 	// Secure. Default s3.amazonaws.com.
-	Endpoint  string
-	AccessKey string // "" with SecretKey "": anonymous
-	SecretKey string
-	Region    string
-	Secure    bool // TLS
+	Endpoint     string
+	AccessKey    string // "" with SecretKey "": the chain
+	SecretKey    string
+	SessionToken string // with the static keys
+	Region       string
+	Secure       bool // TLS
 	// InsecureSkipVerify disables certificate verification (KServe's
 	// S3_VERIFY_SSL=0), for self-signed stores.
 	InsecureSkipVerify bool
+
+	SharedCredentialsFile string
+	Profile               string
+	WebIdentityTokenFile  string
+	RoleARN               string
+	RoleSessionName       string
+	STSEndpoint           string
+	// NoInstanceRole skips the EC2 instance metadata service
+	// (AWS_EC2_METADATA_DISABLED=true).
+	NoInstanceRole bool
 }
 
 // ConfigFromEnv reads the variables KServe's S3 credential builder sets on
@@ -343,14 +365,27 @@ type Config struct {
 // AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL (a URL; its scheme sets TLS) or
 // S3_ENDPOINT (host:port) with S3_USE_HTTPS ("0" = plain HTTP; default
 // TLS), S3_VERIFY_SSL ("0" = skip verification), AWS_REGION or
-// AWS_DEFAULT_REGION. getenv is os.Getenv in production.
+// AWS_DEFAULT_REGION; and those of the AWS credential chain:
+// AWS_SESSION_TOKEN, AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE,
+// AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN and AWS_ROLE_SESSION_NAME (what
+// EKS injects for IRSA), AWS_ENDPOINT_URL_STS, AWS_EC2_METADATA_DISABLED.
+// getenv is os.Getenv in production.
 func ConfigFromEnv(getenv func(string) string) Config {
 	c := Config{
-		AccessKey: getenv("AWS_ACCESS_KEY_ID"),
-		SecretKey: getenv("AWS_SECRET_ACCESS_KEY"),
-		Region:    firstNonEmpty(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION")),
-		Secure:    getenv("S3_USE_HTTPS") != "0",
-		Endpoint:  firstNonEmpty(getenv("AWS_ENDPOINT_URL"), getenv("S3_ENDPOINT")),
+		AccessKey:    getenv("AWS_ACCESS_KEY_ID"),
+		SecretKey:    getenv("AWS_SECRET_ACCESS_KEY"),
+		SessionToken: getenv("AWS_SESSION_TOKEN"),
+		Region:       firstNonEmpty(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION")),
+		Secure:       getenv("S3_USE_HTTPS") != "0",
+		Endpoint:     firstNonEmpty(getenv("AWS_ENDPOINT_URL"), getenv("S3_ENDPOINT")),
+
+		SharedCredentialsFile: getenv("AWS_SHARED_CREDENTIALS_FILE"),
+		Profile:               getenv("AWS_PROFILE"),
+		WebIdentityTokenFile:  getenv("AWS_WEB_IDENTITY_TOKEN_FILE"),
+		RoleARN:               getenv("AWS_ROLE_ARN"),
+		RoleSessionName:       getenv("AWS_ROLE_SESSION_NAME"),
+		STSEndpoint:           getenv("AWS_ENDPOINT_URL_STS"),
+		NoInstanceRole:        strings.EqualFold(getenv("AWS_EC2_METADATA_DISABLED"), "true"),
 	}
 	c.InsecureSkipVerify = getenv("S3_VERIFY_SSL") == "0"
 	return c

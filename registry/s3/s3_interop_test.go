@@ -202,3 +202,50 @@ func TestFetchFromSeaweedFS(t *testing.T) {
 func isContextErr(err error) bool {
 	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
 }
+
+// TestCredentialsFromSeaweedFS: keys from a shared credentials file, by
+// profile, reach a real SeaweedFS; a profile the file lacks leaves the
+// requests anonymous, which SeaweedFS refuses. A session token from the
+// environment goes out with the static keys: SeaweedFS then takes them for
+// temporary (STS) credentials it did not issue and refuses them, while the
+// same keys without the token are accepted (the first two cases).
+func TestCredentialsFromSeaweedFS(t *testing.T) {
+	w := services.StartWeed(t)
+	bucket := w.Bucket(t)
+	w.PutObject(t, bucket, "creds/MLmodel", []byte("artifact_path: model\n"))
+	uri := "s3://" + bucket + "/creds"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	file := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(file, []byte("[carbongate]\naws_access_key_id = "+w.AccessKey+"\naws_secret_access_key = "+w.SecretKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		note string
+		env  map[string]string
+		code string
+	}{
+		{"static keys", map[string]string{"AWS_ACCESS_KEY_ID": w.AccessKey, "AWS_SECRET_ACCESS_KEY": w.SecretKey}, ""},
+		{"static keys and a session token", map[string]string{"AWS_ACCESS_KEY_ID": w.AccessKey, "AWS_SECRET_ACCESS_KEY": w.SecretKey, "AWS_SESSION_TOKEN": "session-token"}, forecast.EUNAUTHORIZED},
+		{"shared credentials file", map[string]string{"AWS_SHARED_CREDENTIALS_FILE": file, "AWS_PROFILE": "carbongate"}, ""},
+		{"shared credentials file, missing profile", map[string]string{"AWS_SHARED_CREDENTIALS_FILE": file, "AWS_PROFILE": "other"}, forecast.EUNAUTHORIZED},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			tc.env["AWS_ENDPOINT_URL"], tc.env["AWS_REGION"] = w.Endpoint, w.Region
+			c, err := s3.NewClient(s3.ConfigFromEnv(func(k string) string { return tc.env[k] }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(t.TempDir(), "m")
+			_, err = s3.Fetch(ctx, c, uri, dst)
+			if forecast.ErrorCode(err) != tc.code {
+				t.Fatalf("fetch: %v, want code %q", err, tc.code)
+			}
+			if tc.code == "" {
+				if b, err := os.ReadFile(filepath.Join(dst, "MLmodel")); err != nil || string(b) != "artifact_path: model\n" {
+					t.Fatalf("fetched %q, %v", b, err)
+				}
+			}
+		})
+	}
+}
