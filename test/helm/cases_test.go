@@ -130,6 +130,15 @@ podDisruptionBudget: {maxUnavailable: null, minAvailable: 2}
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
 	},
 	{
+		name: "registry with models on AWS S3 through IRSA", release: "carbongate", ns: "carbon",
+		values: `
+registry: {enabled: true, uriSecret: {name: pg-registry}, artifactsDestination: s3://carbongate-models/mlartifacts}
+s3: {enabled: true, region: eu-west-1}
+serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::123456789012:role/carbongate"}}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
 		name: "discovery on", release: "carbongate", ns: "carbon",
 		values: `
 kserve: {namespace: kserve-models, discovery: {enabled: true}}
@@ -229,7 +238,6 @@ var rejectCases = []rejectCase{
 	{"grace period not above drain + shutdown", "gateway: {drainDelaySeconds: 20, shutdownTimeoutSeconds: 10, terminationGracePeriodSeconds: 30}",
 		"terminationGracePeriodSeconds (30) must exceed"},
 	{"registry without its Secret", "registry: {enabled: true}", "registry.uriSecret.name"},
-	{"S3 without credentials", "s3: {enabled: true}", "s3.credentialsSecret.name"},
 	{"webhook without TLS", "admission: {mode: carbongate}", "admission.tls.secretName"},
 	{"webhook timeout above the API server's limit", "admission: {mode: opa, timeoutSeconds: 31, tls: {secretName: t}}", "timeoutSeconds"},
 	{"webhook timeout not above carbongate's", "admission: {mode: opa, timeoutSeconds: 2, tls: {secretName: t}}", "must exceed admission.carbongateTimeoutSeconds"},

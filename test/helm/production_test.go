@@ -297,6 +297,21 @@ backfill:
 			env: []string{"CARBONGATE_STORE=pg-store/url", "CARBONGATE_REGISTRY=pg-registry/uri", "AWS_ENDPOINT_URL=http://s3:8333",
 				"AWS_ACCESS_KEY_ID=s3/AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY=s3/AWS_SECRET_ACCESS_KEY"},
 		},
+		{
+			name: "S3 keys with a session token", timeZone: "Etc/UTC",
+			values: base + "s3: {enabled: true, credentialsSecret: {name: s3, sessionTokenKey: token}}\nbackfill: {enabled: true, zones: [DE]}",
+			args: []string{"backfill", "--zones=DE", "--from=today-24h", "--to=today", "--every=24h", "--horizon=96h",
+				"--model=models:/carbon-forecaster-{zone}@champion", "--signal=lifecycle", "--workers=2", "--migrate=false"},
+			env: []string{"CARBONGATE_STORE=pg-store/url", "CARBONGATE_REGISTRY=pg-registry/uri",
+				"AWS_ACCESS_KEY_ID=s3/AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY=s3/AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN=s3/token"},
+		},
+		{
+			name: "S3 on AWS without keys (IRSA)", timeZone: "Etc/UTC",
+			values: base + "s3: {enabled: true, region: eu-west-1}\nbackfill: {enabled: true, zones: [DE]}",
+			args: []string{"backfill", "--zones=DE", "--from=today-24h", "--to=today", "--every=24h", "--horizon=96h",
+				"--model=models:/carbon-forecaster-{zone}@champion", "--signal=lifecycle", "--workers=2", "--migrate=false"},
+			env: []string{"CARBONGATE_STORE=pg-store/url", "CARBONGATE_REGISTRY=pg-registry/uri", "AWS_REGION=eu-west-1"},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

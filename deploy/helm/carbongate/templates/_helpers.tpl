@@ -119,7 +119,8 @@ Secrets (carbongate reads $ELECTRICITYMAPS_TOKEN, $WATTTIME_USERNAME and $WATTTI
 
 {{/*
 The S3 environment carbongate's and carbonctl's S3 client reads (AWS_ENDPOINT_URL, AWS_REGION,
-S3_VERIFY_SSL, the keys from a Secret), shared by the gateway and the backfill.
+S3_VERIFY_SSL, the keys and a session token from a Secret; without a Secret the credential
+chain: IRSA's variables come from EKS), shared by the gateway and the backfill.
 */}}
 {{- define "carbongate.s3Env" -}}
 {{- with .Values.s3 }}
@@ -136,8 +137,15 @@ S3_VERIFY_SSL, the keys from a Secret), shared by the gateway and the backfill.
 - name: S3_VERIFY_SSL
   value: "0"
 {{- end }}
-{{ include "carbongate.secretEnv" (dict "name" "AWS_ACCESS_KEY_ID" "secret" .credentialsSecret.name "key" .credentialsSecret.accessKeyIdKey) }}
-{{ include "carbongate.secretEnv" (dict "name" "AWS_SECRET_ACCESS_KEY" "secret" .credentialsSecret.name "key" .credentialsSecret.secretAccessKeyKey) }}
+{{- with .credentialsSecret }}
+{{- if .name }}
+{{ include "carbongate.secretEnv" (dict "name" "AWS_ACCESS_KEY_ID" "secret" .name "key" .accessKeyIdKey) }}
+{{ include "carbongate.secretEnv" (dict "name" "AWS_SECRET_ACCESS_KEY" "secret" .name "key" .secretAccessKeyKey) }}
+{{- if .sessionTokenKey }}
+{{ include "carbongate.secretEnv" (dict "name" "AWS_SESSION_TOKEN" "secret" .name "key" .sessionTokenKey) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -227,9 +235,6 @@ the render with a message naming the values.
 {{- end }}
 {{- if and .Values.registry.enabled (not .Values.registry.uriSecret.name) }}
 {{- fail "registry.enabled needs registry.uriSecret.name: a Secret holding the postgres:// or crate:// URI" }}
-{{- end }}
-{{- if and .Values.s3.enabled (not .Values.s3.credentialsSecret.name) }}
-{{- fail "s3.enabled needs s3.credentialsSecret.name: a Secret holding the access key id and secret" }}
 {{- end }}
 {{- $pdb := .Values.podDisruptionBudget }}
 {{- if and $pdb.enabled (eq (kindIs "invalid" $pdb.maxUnavailable) (kindIs "invalid" $pdb.minAvailable)) }}
