@@ -35,8 +35,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		avoided: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_avoided_grams_total",
-			Help: "Estimated gCO2eq avoided by workloads released at their decided start, against running at once in the cluster's region (workloads that declare carbongate.io/power-watts), by namespace.",
-		}, []string{"namespace"}),
+			Help: "Estimated gCO2eq avoided by workloads released at their decided start, against running at once in the cluster's region (workloads that declare carbongate.io/power-watts), by the workload's namespace (workload_namespace: a scrape's own namespace label would clash).",
+		}, []string{"workload_namespace"}),
 		held: map[string]map[string]struct{}{},
 	}
 	if reg != nil {

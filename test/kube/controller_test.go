@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +54,7 @@ func testController(t *testing.T, c *cluster, bin string) {
 	e.registerWorkloadWebhook(t, g)
 	t.Run("Job", func(t *testing.T) { e.testJob(t, g) })
 	t.Run("Pod", func(t *testing.T) { e.testPod(t, g) })
+	t.Run("AlertMetrics", func(t *testing.T) { testControllerMetricNames(t, g) })
 	t.Run("NotOptedIn", func(t *testing.T) { e.testNotOptedIn(t) })
 	t.Run("VmTemplate", func(t *testing.T) { e.testVmTemplate(t, g) })
 	t.Run("DeadlineGuard", func(t *testing.T) { e.testGuard(t, g) })
@@ -301,7 +303,7 @@ func (e *ctlEnv) testJob(t *testing.T, g *gate) {
 		if err != nil {
 			t.Fatalf("avoided-g %q: %v", a[hold.AnnotationAvoidedGrams], err)
 		}
-		if got := g.metric(t, `carbongate_controller_avoided_grams_total{namespace="hold-jobs"}`); math.Abs(got-want) > 0.05 {
+		if got := g.metric(t, `carbongate_controller_avoided_grams_total{workload_namespace="hold-jobs"}`); math.Abs(got-want) > 0.05 {
 			t.Errorf("avoided grams counter %v, want the job's %v", got, want)
 		}
 	}
@@ -530,5 +532,36 @@ func (e *ctlEnv) testFailover(t *testing.T, g *gate) {
 	}
 	if !strings.Contains(standby.Log(), `"msg":"released"`) {
 		t.Errorf("the standby's log does not show the release:\n%s", tail(standby.Log(), 2000))
+	}
+}
+
+// testControllerMetricNames checks that every carbongate_controller_*
+// metric the chart's alerts and dashboard name is exported by a controller
+// that has released workloads (test/alerts checks all other names; it runs
+// no controller).
+func testControllerMetricNames(t *testing.T, g *gate) {
+	files := filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate", "files")
+	var names []string
+	for _, f := range []string{"alerts.yaml", "dashboard.json"} {
+		b, err := os.ReadFile(filepath.Join(files, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, regexp.MustCompile(`carbongate_controller_[a-z_]+`).FindAllString(string(b), -1)...)
+	}
+	if len(names) == 0 {
+		t.Fatal("the alerts name no controller metric")
+	}
+	exposed := string(g.get(t, "/metrics"))
+	for _, n := range names {
+		base := n
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(n, suffix); ok && strings.Contains(exposed, "# TYPE "+b+" histogram\n") {
+				base = b
+			}
+		}
+		if !strings.Contains(exposed, "# TYPE "+base+" ") {
+			t.Errorf("%s is named by the chart's alerts or dashboard but not exported by the controller", n)
+		}
 	}
 }
