@@ -32,12 +32,16 @@ var primaryKeys = map[string][]string{
 }
 
 // ddl creates the registry tables. Names, columns and types are those of
-// mlflow-cratedb's adapter/ddl/cratedb.sql, including its oddities (the
-// unused "key"/"value" columns of registered_models, the extra columns of
-// registered_model_tags, and registered_model_aliases.version as TEXT), so
-// an mlflow-cratedb server can use tables created here. The one difference
-// is the PRIMARY KEY of each table, which mlflow-cratedb leaves out and this
-// Store cannot work without.
+// mlflow-cratedb's adapter/ddl/cratedb.sql (3.12.0), including its oddities
+// (the unused "key"/"value" columns of registered_models, the extra columns
+// of registered_model_tags, and registered_model_aliases.version as TEXT),
+// so an mlflow-cratedb server can use tables created here. The one
+// difference is the PRIMARY KEY of each table: mlflow-cratedb 3.12 leads
+// every key with "workspace" (MLflow 3.10's workspaces), which this Store
+// does not put in its lookups, ON CONFLICT targets and duplicate-key
+// version allocation; here the key leaves it out, and the column keeps its
+// default 'default', the only workspace MLflow uses unless workspaces are
+// turned on.
 var ddl = []string{
 	`CREATE TABLE IF NOT EXISTS "registered_models" (
    "name" TEXT NOT NULL,
@@ -46,6 +50,7 @@ var ddl = []string{
    "creation_time" BIGINT,
    "last_updated_time" BIGINT,
    "description" TEXT,
+   "workspace" VARCHAR(63) DEFAULT 'default' NOT NULL,
    PRIMARY KEY ("name")
 )`,
 	`CREATE TABLE IF NOT EXISTS "model_versions" (
@@ -62,6 +67,7 @@ var ddl = []string{
    "run_link" TEXT,
    "status" TEXT,
    "status_message" TEXT,
+   "workspace" VARCHAR(63) DEFAULT 'default' NOT NULL,
    PRIMARY KEY ("name", "version")
 )`,
 	`CREATE TABLE IF NOT EXISTS "registered_model_tags" (
@@ -71,6 +77,7 @@ var ddl = []string{
    "creation_time" BIGINT,
    "last_update_time" BIGINT,
    "description" TEXT,
+   "workspace" VARCHAR(63) DEFAULT 'default' NOT NULL,
    PRIMARY KEY ("name", "key")
 )`,
 	`CREATE TABLE IF NOT EXISTS "model_version_tags" (
@@ -78,20 +85,26 @@ var ddl = []string{
    "version" INTEGER NOT NULL,
    "key" TEXT NOT NULL,
    "value" TEXT,
+   "workspace" VARCHAR(63) DEFAULT 'default' NOT NULL,
    PRIMARY KEY ("name", "version", "key")
 )`,
 	`CREATE TABLE IF NOT EXISTS "registered_model_aliases" (
    "name" TEXT NOT NULL,
    "alias" TEXT NOT NULL,
    "version" TEXT NOT NULL,
+   "workspace" VARCHAR(63) DEFAULT 'default' NOT NULL,
    PRIMARY KEY ("name", "alias")
 )`,
 }
 
 // Migrate creates the registry tables that do not exist (CREATE TABLE IF
-// NOT EXISTS, so it is safe to run again) and then checks them with
-// CheckSchema: tables created earlier by mlflow-cratedb exist without
-// primary keys, and Migrate reports them rather than pretend all is well.
+// NOT EXISTS, so it is safe to run again), gives tables that an earlier
+// Migrate created without it the "workspace" column an MLflow 3.10+ server
+// (mlflow-cratedb 3.12) selects, and then checks them with CheckSchema:
+// tables created by mlflow-cratedb have other primary keys, and Migrate
+// reports them rather than pretend all is well. Rows written before the
+// column existed read as workspace NULL, which MLflow does not find, so
+// they are set to 'default'.
 func Migrate(ctx context.Context, db DB) error {
 	ctx, cancel := bound(ctx)
 	defer cancel()
@@ -100,8 +113,69 @@ func Migrate(ctx context.Context, db DB) error {
 			return classify(ctx, "create table "+tables[i], err)
 		}
 	}
+	missing, err := withoutWorkspace(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return CheckSchema(ctx, db)
+	}
+	for _, t := range missing {
+		if _, err := db.Exec(ctx, `ALTER TABLE `+t+` ADD COLUMN "workspace" VARCHAR(63) DEFAULT '`+workspace+`'`); err != nil {
+			return classify(ctx, "add workspace to "+t, err)
+		}
+	}
+	refresh := "REFRESH TABLE " + strings.Join(missing, ", ")
+	if _, err := db.Exec(ctx, refresh); err != nil {
+		return classify(ctx, "refresh", err)
+	}
+	for _, t := range missing {
+		if _, err := db.Exec(ctx, `UPDATE `+t+` SET "workspace" = $1 WHERE "workspace" IS NULL`, workspace); err != nil {
+			return classify(ctx, "set workspace of "+t, err)
+		}
+	}
+	if _, err := db.Exec(ctx, refresh); err != nil {
+		return classify(ctx, "refresh", err)
+	}
 	return CheckSchema(ctx, db)
 }
+
+const workspaceQuery = `SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema AND column_name = $1 AND table_name IN ($2, $3, $4, $5, $6)`
+
+// withoutWorkspace lists the registry tables that have no workspace column
+// (CrateDB has no ADD COLUMN IF NOT EXISTS).
+func withoutWorkspace(ctx context.Context, db DB) ([]string, error) {
+	rows, err := db.Query(ctx, workspaceQuery, "workspace", tModels, tVersions, tModelTag, tVerTag, tAliases)
+	if err != nil {
+		return nil, classify(ctx, "check schema", err)
+	}
+	defer rows.Close()
+	has := map[string]bool{}
+	for rows.Next() {
+		var table string
+		if err := rows.Scan(&table); err != nil {
+			return nil, scanError(ctx, "check schema", err)
+		}
+		has[table] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(ctx, "check schema", err)
+	}
+	var out []string
+	for _, t := range tables {
+		if !has[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// workspace is the MLflow workspace of every row carbongate writes (the
+// column's default): MLflow's only one unless workspaces are turned on.
+const workspace = "default"
+
+// ConvertHint says how tables with other primary keys are moved.
+const ConvertHint = "copy the rows into tables created by `carbonctl registry migrate` in another schema (registry/cratedb/convert-mlflow-cratedb.sql) and use that schema"
 
 const schemaQuery = `SELECT table_name, column_name FROM information_schema.key_column_usage WHERE table_schema = current_schema AND table_name IN ($1, $2, $3, $4, $5) ORDER BY table_name, ordinal_position`
 
@@ -151,9 +225,9 @@ func comparePrimaryKeys(ctx context.Context, db DB, got map[string][]string) err
 			if !exists {
 				return forecast.Errorf(forecast.ENOTFOUND, "cratedb: table %s does not exist; %s", t, MigrateHint)
 			}
-			return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has no primary key (mlflow-cratedb creates it so); the registry needs PRIMARY KEY (%s): copy its rows into a table created by `carbonctl registry migrate`", t, strings.Join(want, ", "))
+			return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has no primary key (mlflow-cratedb creates it so); the registry needs PRIMARY KEY (%s): %s", t, strings.Join(want, ", "), ConvertHint)
 		}
-		return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has PRIMARY KEY (%s); the registry needs PRIMARY KEY (%s)", t, strings.Join(have, ", "), strings.Join(want, ", "))
+		return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has PRIMARY KEY (%s) (mlflow-cratedb 3.12 creates it so); the registry needs PRIMARY KEY (%s): %s", t, strings.Join(have, ", "), strings.Join(want, ", "), ConvertHint)
 	}
 	return nil
 }

@@ -55,11 +55,11 @@ func TestMigrate(t *testing.T) {
 func TestDDLKeepsMlflowCratedbColumns(t *testing.T) {
 	t.Parallel()
 	want := map[string][]string{
-		tModels:   {`"name" TEXT NOT NULL`, `"key" TEXT DEFAULT GEN_RANDOM_TEXT_UUID() NOT NULL`, `"value" TEXT`, `"creation_time" BIGINT`, `"last_updated_time" BIGINT`, `"description" TEXT`},
-		tVersions: {`"name" TEXT NOT NULL`, `"version" INTEGER NOT NULL`, `"creation_time" BIGINT`, `"last_updated_time" BIGINT`, `"description" TEXT`, `"user_id" TEXT`, `"current_stage" TEXT`, `"source" TEXT`, `"storage_location" TEXT`, `"run_id" TEXT`, `"run_link" TEXT`, `"status" TEXT`, `"status_message" TEXT`},
-		tModelTag: {`"name" TEXT NOT NULL`, `"key" TEXT NOT NULL`, `"value" TEXT NOT NULL`, `"creation_time" BIGINT`, `"last_update_time" BIGINT`, `"description" TEXT`},
-		tVerTag:   {`"name" TEXT NOT NULL`, `"version" INTEGER NOT NULL`, `"key" TEXT NOT NULL`, `"value" TEXT`},
-		tAliases:  {`"name" TEXT NOT NULL`, `"alias" TEXT NOT NULL`, `"version" TEXT NOT NULL`},
+		tModels:   {`"name" TEXT NOT NULL`, `"key" TEXT DEFAULT GEN_RANDOM_TEXT_UUID() NOT NULL`, `"value" TEXT`, `"creation_time" BIGINT`, `"last_updated_time" BIGINT`, `"description" TEXT`, `"workspace" VARCHAR(63) DEFAULT 'default' NOT NULL`},
+		tVersions: {`"name" TEXT NOT NULL`, `"version" INTEGER NOT NULL`, `"creation_time" BIGINT`, `"last_updated_time" BIGINT`, `"description" TEXT`, `"user_id" TEXT`, `"current_stage" TEXT`, `"source" TEXT`, `"storage_location" TEXT`, `"run_id" TEXT`, `"run_link" TEXT`, `"status" TEXT`, `"status_message" TEXT`, `"workspace" VARCHAR(63) DEFAULT 'default' NOT NULL`},
+		tModelTag: {`"name" TEXT NOT NULL`, `"key" TEXT NOT NULL`, `"value" TEXT NOT NULL`, `"creation_time" BIGINT`, `"last_update_time" BIGINT`, `"description" TEXT`, `"workspace" VARCHAR(63) DEFAULT 'default' NOT NULL`},
+		tVerTag:   {`"name" TEXT NOT NULL`, `"version" INTEGER NOT NULL`, `"key" TEXT NOT NULL`, `"value" TEXT`, `"workspace" VARCHAR(63) DEFAULT 'default' NOT NULL`},
+		tAliases:  {`"name" TEXT NOT NULL`, `"alias" TEXT NOT NULL`, `"version" TEXT NOT NULL`, `"workspace" VARCHAR(63) DEFAULT 'default' NOT NULL`},
 	}
 	for i, stmt := range ddl {
 		var cols []string
@@ -91,6 +91,8 @@ func TestCheckSchema(t *testing.T) {
 		{"created by mlflow-cratedb (no primary key)", []*reply{{match: keys, rows: withoutTable(keyRows(), tVersions)},
 			rows(exists, row(tVersions))}, forecast.EINVALID, "has no primary key"},
 		{"other primary key", []*reply{{match: keys, rows: wrongKey}}, forecast.EINVALID, "needs PRIMARY KEY (name, alias)"},
+		{"created by mlflow-cratedb 3.12 (workspace first)", []*reply{{match: keys, rows: append([][]any{row(tModels, "workspace")}, keyRows()...)}},
+			forecast.EINVALID, "has PRIMARY KEY (workspace, name) (mlflow-cratedb 3.12 creates it so); the registry needs PRIMARY KEY (name): " + ConvertHint},
 		{"unreachable", []*reply{fail(keys, errors.Join(ErrUnavailable, errors.New("dial tcp: connection refused")))}, forecast.EUNAVAILABLE, ""},
 	}
 	for _, tc := range tests {
