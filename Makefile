@@ -124,9 +124,10 @@ test: fmt-check vet lint
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
+	CARBONGATE_VENV_MLFLOW_CRATEDB=$$(test/setup/venv.sh test/python/requirements-mlflow-cratedb.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet

@@ -7,11 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -337,6 +339,17 @@ func (c *CrateDB) ready(ctx context.Context) error {
 func (c *CrateDB) URL(schema string) string {
 	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", crateUser,
 		net.JoinHostPort(c.Host, strconv.Itoa(c.PSQLPort)), schema)
+}
+
+// MLflowURI is the backend store URI mlflow-cratedb takes for the schema of
+// url (a URL from Schema or URL): SQLAlchemy's crate:// dialect, which talks
+// to CrateDB's HTTP port, with the schema as ?schema=.
+func (c *CrateDB) MLflowURI(url string) string {
+	schema := "doc"
+	if u, err := neturl.Parse(url); err == nil && strings.Trim(u.Path, "/") != "" {
+		schema = strings.Trim(u.Path, "/")
+	}
+	return fmt.Sprintf("crate://%s@%s/?schema=%s", crateUser, net.JoinHostPort(c.Host, strconv.Itoa(c.HTTPPort)), schema)
 }
 
 // Schema returns the URL of an empty schema of tb's own, named after the

@@ -18,6 +18,11 @@ import (
 // (PostgreSQL backend store) and boto3 (S3 artifacts).
 var MLflowEnv = Requirements{File: "requirements-mlflow.txt", EnvVar: "CARBONGATE_VENV_MLFLOW"}
 
+// MLflowCrateDBEnv holds mlflow-cratedb 3.12.0 (mlflow 3.12.0 patched for
+// CrateDB, sqlalchemy-cratedb) and boto3: the server StartMLflow runs for a
+// crate:// backend.
+var MLflowCrateDBEnv = Requirements{File: "requirements-mlflow-cratedb.txt", EnvVar: "CARBONGATE_VENV_MLFLOW_CRATEDB"}
+
 // MLflowOpts configures StartMLflow.
 type MLflowOpts struct {
 	// BackendURI is the backend store, which also holds the model
@@ -25,7 +30,9 @@ type MLflowOpts struct {
 	// postgresql:// scheme is passed on as postgresql+psycopg2://, the
 	// driver the venv has: SQLAlchemy 2.1 defaults to psycopg 3) or
 	// sqlite:////abs/path.db. MLflow creates or migrates its schema there
-	// at start. Required.
+	// at start. A crate:// URL (CrateDB.MLflowURI: CrateDB's HTTP port and
+	// ?schema=) runs mlflow-cratedb from MLflowCrateDBEnv instead, which
+	// creates its tables with CREATE TABLE IF NOT EXISTS. Required.
 	BackendURI string
 	// S3, Bucket and Prefix make the artifact store the server proxies,
 	// --artifacts-destination s3://Bucket/Prefix on that SeaweedFS.
@@ -69,7 +76,10 @@ func StartMLflow(tb testing.TB, opts MLflowOpts) *MLflow {
 			backend = "postgresql+psycopg2://" + rest
 		}
 	}
-	venv := Venv(tb, MLflowEnv)
+	venv, command := Venv(tb, MLflowEnv), "mlflow"
+	if strings.HasPrefix(backend, "crate://") {
+		venv, command = Venv(tb, MLflowCrateDBEnv), "mlflow-cratedb"
+	}
 	dir := tb.TempDir()
 	m := &MLflow{ArtifactsDestination: "s3://" + strings.TrimSuffix(opts.Bucket+"/"+strings.Trim(opts.Prefix, "/"), "/")}
 	env := append(pythonEnv(tb), envList(AWSEnv(opts.S3))...)
@@ -84,7 +94,7 @@ func StartMLflow(tb testing.TB, opts MLflowOpts) *MLflow {
 		return spec{
 			name: "mlflow",
 			dir:  dir,
-			path: filepath.Join(venv, "bin", "mlflow"),
+			path: filepath.Join(venv, "bin", command),
 			args: []string{"server",
 				"--backend-store-uri", backend,
 				"--artifacts-destination", m.ArtifactsDestination,
