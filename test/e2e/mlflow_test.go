@@ -88,10 +88,21 @@ var failLine = regexp.MustCompile(`(?m)^FAIL ([^:]+)`)
 // aliases, search and paging, errors, models:/ downloads from SeaweedFS)
 // against carbongate's registry API on PostgreSQL, with a write token.
 func TestMLflowClientAgainstCarbongate(t *testing.T) {
+	mlflowClientAgainstCarbongate(t, services.StartPostgres(t).Database(t))
+}
+
+// TestMLflowClientAgainstCarbongateCrateDB runs the same checks against
+// carbongate's registry on CrateDB.
+func TestMLflowClientAgainstCarbongateCrateDB(t *testing.T) {
+	mlflowClientAgainstCarbongate(t, crateRegistryURI(services.StartCrateDB(t).Schema(t)))
+}
+
+// mlflowClientAgainstCarbongate runs check_mlflow_client.py against
+// carbongate on the registry at dbURL, which it migrates first.
+func mlflowClientAgainstCarbongate(t *testing.T, dbURL string) {
 	bin := services.GoBuild(t, "carbongate", "carbonctl")
 	w := services.StartWeed(t)
 	bucket := w.Bucket(t)
-	dbURL := services.StartPostgres(t).Database(t)
 	ctl(t, bin, nil, "registry", "migrate", "--registry", dbURL)
 	src, dir := trainDE(t, bin, w, bucket, "models/de", "2021-01-01T00:00:00Z")
 	args := []string{"--source", src, "--token", "e2e-token", "--expect-auth"}
@@ -146,19 +157,26 @@ func TestSharedDatabaseWithMLflow(t *testing.T) {
 		t.Fatalf("carbongate created %v, want version 2", v)
 	}
 	call(t, base, "POST", "registered-models/alias", "", map[string]any{"name": name, "alias": "champion", "version": "2"})
-	got := call(t, mf.URL, "GET", "registered-models/alias?name="+name+"&alias=champion", "", nil)
-	mv, _ := got["model_version"].(map[string]any)
-	if mv["version"] != "2" || mv["source"] != src2 {
-		t.Fatalf("MLflow sees champion %v, want version 2 from %s", got, src2)
-	}
-	uri := call(t, mf.URL, "GET", "model-versions/get-download-uri?name="+name+"&version=2", "", nil)
-	if uri["artifact_uri"] != src2 {
-		t.Fatalf("MLflow's download URI %v, want %s", uri, src2)
-	}
+	mlflowSeesChampion(t, mf.URL, name, "2", src2, 2)
 	waitVersion(t, hc, base, "2", 10*time.Second)
-	// And MLflow's search lists what carbongate wrote.
-	s := call(t, mf.URL, "GET", "model-versions/search?filter="+strings.ReplaceAll("name='"+name+"'", "'", "%27"), "", nil)
-	if vs, _ := s["model_versions"].([]any); len(vs) != 2 {
-		t.Fatalf("MLflow search: %v, want 2 versions", s)
+}
+
+// mlflowSeesChampion checks through MLflow's REST API at mlflowURL that
+// the champion alias of model name is version from source, that the
+// version's download URI is source, and that MLflow's search lists
+// versions versions of the model.
+func mlflowSeesChampion(t *testing.T, mlflowURL, name, version, source string, versions int) {
+	t.Helper()
+	got := call(t, mlflowURL, "GET", "registered-models/alias?name="+name+"&alias=champion", "", nil)
+	if mv, _ := got["model_version"].(map[string]any); mv["version"] != version || mv["source"] != source {
+		t.Fatalf("MLflow sees champion %v, want version %s from %s", got, version, source)
+	}
+	uri := call(t, mlflowURL, "GET", "model-versions/get-download-uri?name="+name+"&version="+version, "", nil)
+	if uri["artifact_uri"] != source {
+		t.Fatalf("MLflow's download URI %v, want %s", uri, source)
+	}
+	s := call(t, mlflowURL, "GET", "model-versions/search?filter="+strings.ReplaceAll("name='"+name+"'", "'", "%27"), "", nil)
+	if vs, _ := s["model_versions"].([]any); len(vs) != versions {
+		t.Fatalf("MLflow search: %v, want %d versions", s, versions)
 	}
 }
