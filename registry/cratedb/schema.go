@@ -181,10 +181,11 @@ const schemaQuery = `SELECT table_name, column_name FROM information_schema.key_
 
 // CheckSchema verifies that every registry table exists in the session's
 // schema with the primary key the Store relies on. ENOTFOUND (with
-// MigrateHint) when a table is missing; EINVALID when a table has another
-// primary key or none, as mlflow-cratedb creates them: such a table cannot
-// be fixed in place (CrateDB cannot add a primary key to an existing table),
-// so its rows must be copied into a table created by Migrate.
+// MigrateHint) when a table is missing; EINVALID (with ConvertHint) when a
+// table has another primary key or none, as mlflow-cratedb 3.12 creates
+// them (workspace first): such a table cannot be fixed in place (CrateDB
+// cannot change the primary key of an existing table), so its rows must be
+// copied into a table created by Migrate.
 func CheckSchema(ctx context.Context, db DB) error {
 	ctx, cancel := bound(ctx)
 	defer cancel()
@@ -225,7 +226,7 @@ func comparePrimaryKeys(ctx context.Context, db DB, got map[string][]string) err
 			if !exists {
 				return forecast.Errorf(forecast.ENOTFOUND, "cratedb: table %s does not exist; %s", t, MigrateHint)
 			}
-			return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has no primary key (mlflow-cratedb creates it so); the registry needs PRIMARY KEY (%s): %s", t, strings.Join(want, ", "), ConvertHint)
+			return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has no primary key; the registry needs PRIMARY KEY (%s): %s", t, strings.Join(want, ", "), ConvertHint)
 		}
 		return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has PRIMARY KEY (%s) (mlflow-cratedb 3.12 creates it so); the registry needs PRIMARY KEY (%s): %s", t, strings.Join(have, ", "), strings.Join(want, ", "), ConvertHint)
 	}
