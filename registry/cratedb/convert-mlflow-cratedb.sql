@@ -11,8 +11,8 @@
 -- and point both carbongate (crate://…/carbongate) and mlflow-cratedb
 -- (crate://…/?schema=carbongate) at the new schema. Stop MLflow writers
 -- first. Only workspace 'default' is copied: carbongate's keys hold one
--- workspace. Running it again copies only rows added since: CrateDB's
--- INSERT … SELECT skips rows whose key exists, and overwrites nothing.
+-- workspace. Running it again adds only rows that are new since: CrateDB's
+-- INSERT … SELECT skips rows whose key exists.
 
 REFRESH TABLE "mlflow"."registered_models", "mlflow"."model_versions",
   "mlflow"."registered_model_tags", "mlflow"."model_version_tags",

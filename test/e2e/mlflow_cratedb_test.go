@@ -124,7 +124,7 @@ func TestMLflowCrateDBSharesRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Twice: the second run copies nothing and overwrites nothing.
+	// Twice: the second run adds no rows.
 	for range 2 {
 		for _, stmt := range strings.Split(stripComments(string(script)), ";") {
 			stmt = strings.TrimSpace(stmt)
