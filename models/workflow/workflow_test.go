@@ -60,6 +60,7 @@ func TestAccuracyGoal(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Log("\n" + buf.String())
+			var zoneD1, seasonalD1 float64
 			for _, z := range rep.ZoneIDs() {
 				m, p := rep.Zones[z][workflow.RowZone], rep.Zones[z][backtest.Persistence]
 				for d := range backtest.LeadDays {
@@ -67,6 +68,21 @@ func TestAccuracyGoal(t *testing.T) {
 						t.Errorf("%s day %d: zone model MAPE %.2f, persistence %.2f", z, d+1, m.MAPE[d], p.MAPE[d])
 					}
 				}
+				// The stronger naive baseline (yesterday's hours) is beaten on
+				// day 1 in every zone too.
+				sn := rep.Zones[z][backtest.SeasonalNaive]
+				if m.MAPE[0] >= sn.MAPE[0] {
+					t.Errorf("%s day 1: zone model MAPE %.2f, seasonal naive %.2f", z, m.MAPE[0], sn.MAPE[0])
+				}
+				zoneD1, seasonalD1 = zoneD1+m.MAPE[0], seasonalD1+sn.MAPE[0]
+			}
+			if r := zoneD1 / seasonalD1; r > 0.80 {
+				t.Errorf("mean day-1 MAPE is %.3f× seasonal naive's, want ≤ 0.80× (published: 0.73× direct)", r)
+			} else {
+				t.Logf("mean day-1 MAPE %.3f× seasonal naive's", r)
+			}
+			for _, z := range rep.ZoneIDs() {
+				m := rep.Zones[z][workflow.RowZone]
 				if !m.Interval {
 					t.Errorf("%s: the zone model gives no interval", z)
 				} else if m.Coverage < 55 || m.Coverage > 95 {
