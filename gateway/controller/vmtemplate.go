@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"text/template"
 	"time"
 
@@ -82,6 +83,7 @@ type resourceRef struct {
 
 // vmReconciler moves VmTemplates through their phases.
 type vmReconciler struct {
+	retries backoff
 	client  client.Client
 	reader  client.Reader // uncached: ConfigMaps and providers' objects
 	clock   clock.Clock
@@ -94,6 +96,9 @@ func (r *vmReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	vm := newVmTemplate()
 	if err := r.client.Get(ctx, req.NamespacedName, vm); err != nil {
 		r.metrics.forget("vmtemplate", req.String())
+		if apierrors.IsNotFound(err) {
+			r.retries.reset(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !vm.GetDeletionTimestamp().IsZero() {
@@ -155,14 +160,20 @@ func (r *vmReconciler) create(ctx context.Context, vm *unstructured.Unstructured
 			err = r.adopted(ctx, vm, obj)
 		}
 	}
+	key := client.ObjectKeyFromObject(vm).String()
 	if err != nil {
-		st.Phase, st.Message = PhaseFailed, err.Error()
-		r.events.Eventf(vm, corev1.EventTypeWarning, "Failed", "%s", err.Error())
-		if werr := r.writeStatus(ctx, vm, st); werr != nil {
-			return ctrl.Result{}, werr
+		// The same failure again (the template still missing, say) is not
+		// written or announced again, and is retried less and less often.
+		if st.Phase != PhaseFailed || st.Message != err.Error() {
+			st.Phase, st.Message = PhaseFailed, err.Error()
+			r.events.Eventf(vm, corev1.EventTypeWarning, "Failed", "%s", err.Error())
+			if werr := r.writeStatus(ctx, vm, st); werr != nil {
+				return ctrl.Result{}, werr
+			}
 		}
-		return ctrl.Result{RequeueAfter: retryEvery}, nil
+		return ctrl.Result{RequeueAfter: r.retries.next(key)}, nil
 	}
+	r.retries.reset(key)
 	st.Phase, st.Message, st.ReleasedAt = PhaseReleased, "created "+obj.GetKind()+" "+obj.GetName(), now.UTC().Format(time.RFC3339)
 	st.Resource = &resourceRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName()}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: "Released", Status: metav1.ConditionTrue, Reason: conditionReason(reason), Message: st.Message})
@@ -175,6 +186,32 @@ func (r *vmReconciler) create(ctx context.Context, vm *unstructured.Unstructured
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: trackEvery}, nil
+}
+
+// backoff spaces the retries of each failing VmTemplate: retryEvery,
+// doubling up to retryMax.
+type backoff struct {
+	mu    sync.Mutex
+	fails map[string]int
+}
+
+const retryMax = 16 * retryEvery
+
+func (b *backoff) next(key string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fails == nil {
+		b.fails = map[string]int{}
+	}
+	n := b.fails[key]
+	b.fails[key] = n + 1
+	return min(retryEvery<<min(n, 5), retryMax)
+}
+
+func (b *backoff) reset(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.fails, key)
 }
 
 // templateData is what a provider template sees.

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,5 +53,25 @@ func TestProvenanceOf(t *testing.T) {
 	vm.SetAnnotations(nil)
 	if zone, pct := provenanceOf(vm); zone != "" || pct != nil {
 		t.Fatalf("no annotation: %q %v", zone, pct)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	var b backoff
+	var got []time.Duration
+	for range 8 {
+		got = append(got, b.next("ns/a"))
+	}
+	want := []time.Duration{retryEvery, 2 * retryEvery, 4 * retryEvery, 8 * retryEvery, 16 * retryEvery, retryMax, retryMax, retryMax}
+	if !slices.Equal(got, want) {
+		t.Fatalf("delays %v, want %v", got, want)
+	}
+	if d := b.next("ns/b"); d != retryEvery {
+		t.Fatalf("another key starts at %v, want %v", d, retryEvery)
+	}
+	b.reset("ns/a")
+	if d := b.next("ns/a"); d != retryEvery {
+		t.Fatalf("after a success %v, want %v", d, retryEvery)
 	}
 }
