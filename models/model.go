@@ -1,7 +1,7 @@
 // Package models holds carbongate's forecasting model families and the
 // interface they share. A Model maps the forecaster tensor contract of
-// ARCHITECTURE.md: L hours of history, oldest first, ending the hour before
-// start, plus the start time, to H hourly values.
+// docs/ARCHITECTURE.md: L hours of history, oldest first, ending the hour
+// before start, plus the start time, to H hourly values.
 package models
 
 import (

@@ -8,11 +8,11 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 )
 
-// The tensor names of the forecaster contract (ARCHITECTURE.md): inputs
-// history FP32 [B, L] (hourly values, oldest first, ending the hour before
-// start) and start_unix INT64 [B, 1] (Unix seconds of the first forecast
-// hour, UTC, hour-aligned); outputs forecast FP32 [B, H] and optional
-// lower/upper FP32 [B, H] (prediction interval).
+// The tensor names of the forecaster contract (docs/ARCHITECTURE.md):
+// inputs history FP32 [B, L] (hourly values, oldest first, ending the hour
+// before start) and start_unix INT64 [B, 1] (Unix seconds of the first
+// forecast hour, UTC, hour-aligned); outputs forecast FP32 [B, H] and
+// optional lower/upper FP32 [B, H] (prediction interval).
 const (
 	InputHistory   = "history"
 	InputStart     = "start_unix"

@@ -2,7 +2,7 @@
 // wire-independent types for tensors, inference requests and responses and
 // metadata; the Client interface the gateway calls and the Backend interface
 // a model server implements; and the forecaster tensor contract of
-// ARCHITECTURE.md. The transports live in oip/rest (JSON and the binary
+// docs/ARCHITECTURE.md. The transports live in oip/rest (JSON and the binary
 // tensor extension) and oip/grpc (GRPCInferenceService); both implement
 // Client and serve a Backend, so tests drive each server through its real
 // client.

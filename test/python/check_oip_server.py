@@ -5,7 +5,7 @@
 
 Drives kserve 0.20's InferenceRESTClient and InferenceGRPCClient (the clients
 KServe transformers and inference graphs use) against a server that serves a
-model under carbongate's forecaster tensor contract (ARCHITECTURE.md): health,
+model under carbongate's forecaster tensor contract (docs/ARCHITECTURE.md): health,
 model readiness, model metadata (the contract's tensors, L and H), inference
 with B=1 and B=3 (REST JSON and binary, gRPC raw and typed contents) and the
 error cases (unknown model, wrong shape, wrong datatype). Prints one line per

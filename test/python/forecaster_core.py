@@ -1,7 +1,7 @@
 """The forecaster tensor contract and the seasonal-naive model shared by the
 Python test peers (KServe Python model server and MLServer).
 
-Contract (ARCHITECTURE.md, "Forecaster tensor contract"):
+Contract (docs/ARCHITECTURE.md, "OIP tensor contract"):
   input  history    FP32  [B, L]  hourly intensity, oldest first
   input  start_unix INT64 [B, 1]  Unix seconds of the first forecast hour
   output forecast   FP32  [B, H]
