@@ -4,8 +4,9 @@
 // route.Source for the gateway.
 //
 // It is the only package of carbongate that imports github.com/kserve/kserve
-// and the Kubernetes client libraries; carbonserve and the core packages stay
-// free of them (TestCoreHasNoKubernetesDeps pins this).
+// (gateway/admission and gateway/controller import the Kubernetes client
+// libraries too); carbonserve and the core packages stay free of both
+// (TestCoreHasNoKubernetesDeps pins this).
 //
 // Labels put on every InferenceService:
 //
