@@ -16,12 +16,12 @@ func testCatalog(t *testing.T) *Catalog {
 	f := &File{Provider: "test", Coefficients: Coefficients{
 		MinWatts: map[string]float64{"X": 0.5, "Y": 1, "G": 10}, MaxWatts: map[string]float64{"X": 1.5, "Y": 3, "G": 30},
 		MinWattsAvg: 1, MaxWattsAvg: 3, MemoryGBPerChip: map[string]float64{"X": 16, "Y": 8}, MemoryGBPerChipAvg: 8,
-		MemoryWattsPerGB: 0.5, PUE: 1, CPUUtilization: 0.5, VCPUsPerChip: 96,
+		MemoryWattsPerGB: 0.5, PUE: 1, CPUUtilization: 0.5, VCPUsPerChip: 96, ServerLifespanHours: 1000,
 	}, Types: []Type{
 		{Name: "x.2", Family: "x", VCPUs: 2, MemoryGiB: 4, Processors: []string{"X"}},
 		{Name: "x.4", Family: "x", VCPUs: 4, MemoryGiB: 8, Processors: []string{"X"}},
 		{Name: "x.8", Family: "x", VCPUs: 8, MemoryGiB: 16, Processors: []string{"X"}}, // largest of x: 16 GiB per chip, no memory counted
-		{Name: "y.2", Family: "y", VCPUs: 2, MemoryGiB: 16, Processors: []string{"Y"}},
+		{Name: "y.2", Family: "y", VCPUs: 2, MemoryGiB: 16, EmbodiedTCO2e: 2, Processors: []string{"Y"}},
 		{Name: "y.4", Family: "y", VCPUs: 4, MemoryGiB: 32, Processors: []string{"Y"}}, // largest of y: (32 − 8)/(32/m) GB counted
 		{Name: "b.2", Family: "b", VCPUs: 2, MemoryGiB: 8, Processors: []string{"X"}, Burstable: true},
 		{Name: "g.4", Family: "g", VCPUs: 4, MemoryGiB: 16, Processors: []string{"X"}, GPUs: 1, GPUProcessors: []string{"G"}},

@@ -56,18 +56,19 @@ type Source struct {
 
 // Coefficients are CCF's energy coefficients of one provider.
 type Coefficients struct {
-	MinWatts           map[string]float64 `json:"min_watts"` // per vCPU (per GPU for GPU models), by processor
-	MaxWatts           map[string]float64 `json:"max_watts"`
-	MinWattsAvg        float64            `json:"min_watts_avg"` // when a processor has no coefficient
-	MaxWattsAvg        float64            `json:"max_watts_avg"`
-	MemoryGBPerChip    map[string]float64 `json:"memory_gb_per_chip"` // memory included in the processor coefficients
-	MemoryGBPerChipAvg float64            `json:"memory_gb_per_chip_avg"`
-	MemoryWattsPerGB   float64            `json:"memory_watts_per_gb"`
-	PUE                float64            `json:"pue"`
-	CPUUtilization     float64            `json:"cpu_utilization"` // 0..1
-	VCPUsPerChip       int                `json:"vcpus_per_chip"`
-	TwoChipFamilies    []string           `json:"two_chip_families,omitempty"`
-	BurstableMemory    bool               `json:"burstable_memory"` // whether burstable types count memory
+	MinWatts            map[string]float64 `json:"min_watts"` // per vCPU (per GPU for GPU models), by processor
+	MaxWatts            map[string]float64 `json:"max_watts"`
+	MinWattsAvg         float64            `json:"min_watts_avg"` // when a processor has no coefficient
+	MaxWattsAvg         float64            `json:"max_watts_avg"`
+	MemoryGBPerChip     map[string]float64 `json:"memory_gb_per_chip"` // memory included in the processor coefficients
+	MemoryGBPerChipAvg  float64            `json:"memory_gb_per_chip_avg"`
+	MemoryWattsPerGB    float64            `json:"memory_watts_per_gb"`
+	PUE                 float64            `json:"pue"`
+	CPUUtilization      float64            `json:"cpu_utilization"` // 0..1
+	VCPUsPerChip        int                `json:"vcpus_per_chip"`
+	TwoChipFamilies     []string           `json:"two_chip_families,omitempty"`
+	BurstableMemory     bool               `json:"burstable_memory"`      // whether burstable types count memory
+	ServerLifespanHours float64            `json:"server_lifespan_hours"` // over which a host's embodied emissions are spread
 }
 
 // Type is one instance type.
@@ -149,7 +150,7 @@ func Parse(b []byte) (*Catalog, error) {
 		return nil, forecast.Errorf(forecast.EINVALID, "instance data: %v", err)
 	}
 	co := c.file.Coefficients
-	if co.PUE <= 0 || co.VCPUsPerChip <= 0 || co.CPUUtilization < 0 || co.CPUUtilization > 1 {
+	if co.PUE <= 0 || co.VCPUsPerChip <= 0 || co.CPUUtilization < 0 || co.CPUUtilization > 1 || co.ServerLifespanHours <= 0 {
 		return nil, forecast.Errorf(forecast.EINVALID, "instance data: bad coefficients")
 	}
 	for _, t := range c.file.Types {
@@ -174,6 +175,9 @@ func Load(provider string) (*Catalog, error) {
 	}
 	return c, nil
 }
+
+// Provider returns the catalog's provider (aws, azure).
+func (c *Catalog) Provider() string { return c.file.Provider }
 
 // Source returns where the catalog's data comes from.
 func (c *Catalog) Source() Source { return c.file.Source }

@@ -246,7 +246,8 @@ func coefficients(src string, res resolver) (instances.Coefficients, error) {
 		label string
 		dst   *float64
 	}{{"MIN_WATTS_AVG", &co.MinWattsAvg}, {"MAX_WATTS_AVG", &co.MaxWattsAvg}, {"MEMORY_AVG", &co.MemoryGBPerChipAvg},
-		{"MEMORY_COEFFICIENT", &co.MemoryWattsPerGB}, {"PUE_AVG", &co.PUE}, {"AVG_CPU_UTILIZATION_2020", &co.CPUUtilization}} {
+		{"MEMORY_COEFFICIENT", &co.MemoryWattsPerGB}, {"PUE_AVG", &co.PUE}, {"AVG_CPU_UTILIZATION_2020", &co.CPUUtilization},
+		{"SERVER_EXPECTED_LIFESPAN", &co.ServerLifespanHours}} {
 		if *s.dst, err = scalar(s.label); err != nil {
 			return co, err
 		}
