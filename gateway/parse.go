@@ -22,6 +22,16 @@ type RequestText struct {
 	Signal        *string    // lifecycle or direct
 	Origin        *string    // zone of the run-now baseline
 	Step          *string    // spacing of candidate start times
+
+	// The job's power, for the energy and emissions of each window (see
+	// Power): one of PowerWatts, InstanceType, or VCPUs with MemoryGiB.
+	PowerWatts      *float64 // average watts, PUE included
+	InstanceType    *string  // an instance type of the CCF catalogs (forecast/instances)
+	Provider        *string  // whose catalog: aws or azure (aliases accepted)
+	VCPUs           *float64 // vCPUs of a job on no particular instance type
+	MemoryGiB       *float64 // its memory; absent: 0
+	Utilization     *float64 // CPU utilisation 0..1 with InstanceType or VCPUs; absent: the catalog's (CCF's 50 %)
+	IncludeEmbodied *bool    // also the instance type's embodied emissions
 }
 
 // maxListed bounds the zones or locations a request may list before the
@@ -30,9 +40,10 @@ type RequestText struct {
 const maxListed = 4 * MaxCandidates
 
 // ParseRequest parses and checks t, once for every transport: durations
-// (ISO 8601 or Go syntax), RFC 3339 times, zone ids, signal, step, and
-// deadline ≥ earliest_start + duration when both times are given. Whether
-// zones and regions exist is Schedule's business.
+// (ISO 8601 or Go syntax), RFC 3339 times, zone ids, signal, step,
+// deadline ≥ earliest_start + duration when both times are given, and the
+// job's power (one source, bounded figures, a known instance type and
+// provider). Whether zones and regions exist is Schedule's business.
 //
 // Every error is a *forecast.Error with code EINVALID (EINFEASIBLE for the
 // deadline) and Field naming the offending field.
@@ -105,6 +116,9 @@ func ParseRequest(t RequestText) (Request, error) {
 			return req, forecast.FieldErrorf(forecast.EINVALID, "origin", "%s", forecast.ErrorMessage(err))
 		}
 		req.Origin = z
+	}
+	if req.Power, err = parsePower(t, req.Locations); err != nil {
+		return req, err
 	}
 	return req, nil
 }

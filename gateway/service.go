@@ -51,6 +51,7 @@ type Request struct {
 	Signal        forecast.Signal // "": lifecycle
 	Origin        forecast.Zone   // "": the first candidate
 	Step          time.Duration   // 0: the service's default step; at least MinStep
+	Power         *Power          // nil: no energy or emissions in the answer
 }
 
 // Placement is a window of the job in one zone.
@@ -60,6 +61,9 @@ type Placement struct {
 	Start    time.Time
 	End      time.Time
 	Mean     float64 // time-weighted mean intensity over [Start, End), Unit
+	// EmissionsG is the job's emissions in this window, Mean × Energy.KWh
+	// grams CO2e, when the request gave a power figure; 0 otherwise.
+	EmissionsG float64
 }
 
 // Reading says which clock answered and what time it read.
@@ -82,6 +86,7 @@ type Decision struct {
 	Provenance map[forecast.Zone]forecast.Provenance
 	Signal     forecast.Signal
 	Clock      Reading
+	Energy     *Energy // the job's energy, savings in grams and embodied emissions; nil without Request.Power
 }
 
 // ZoneInfo describes a zone the gateway can forecast.
@@ -333,7 +338,27 @@ func (s *Service) Schedule(ctx context.Context, req Request) (Decision, error) {
 			d.SavingsPct = &sv
 		}
 	}
+	if req.Power != nil {
+		d.Energy = withEmissions(&d, q.Duration, *req.Power)
+	}
 	return d, nil
+}
+
+// withEmissions returns the energy of a job of power p running for dur,
+// and sets the emissions of each of d's placements; the savings in grams
+// need d's baseline.
+func withEmissions(d *Decision, dur time.Duration, p Power) *Energy {
+	e := energyOf(p, dur)
+	d.Decision.EmissionsG = d.Decision.Mean * e.KWh
+	for i := range d.Alternatives {
+		d.Alternatives[i].EmissionsG = d.Alternatives[i].Mean * e.KWh
+	}
+	if d.Baseline != nil {
+		d.Baseline.EmissionsG = d.Baseline.Mean * e.KWh
+		sv := d.Baseline.EmissionsG - d.Decision.EmissionsG
+		e.SavingsG = &sv
+	}
+	return e
 }
 
 // query validates the timing fields of req against now and the horizon.
