@@ -23,6 +23,14 @@ type scheduleJSON struct {
 	Signal        *string        `json:"signal"`
 	Origin        *string        `json:"origin"`
 	Step          *string        `json:"step"`
+
+	PowerWatts      *float64 `json:"power_watts"`
+	InstanceType    *string  `json:"instance_type"`
+	Provider        *string  `json:"provider"`
+	VCPUs           *float64 `json:"vcpus"`
+	MemoryGiB       *float64 `json:"memory_gib"`
+	Utilization     *float64 `json:"utilization"`
+	IncludeEmbodied *bool    `json:"include_embodied"`
 }
 
 type locationJSON struct {
@@ -67,7 +75,9 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 // text is w as the gateway parses it.
 func (w *scheduleJSON) text() gateway.RequestText {
 	t := gateway.RequestText{Zones: w.Zones, Duration: w.Duration, EarliestStart: w.EarliestStart,
-		Deadline: w.Deadline, Signal: w.Signal, Origin: w.Origin, Step: w.Step}
+		Deadline: w.Deadline, Signal: w.Signal, Origin: w.Origin, Step: w.Step,
+		PowerWatts: w.PowerWatts, InstanceType: w.InstanceType, Provider: w.Provider, VCPUs: w.VCPUs, MemoryGiB: w.MemoryGiB,
+		Utilization: w.Utilization, IncludeEmbodied: w.IncludeEmbodied}
 	if len(w.Locations) > 0 {
 		t.Locations = make([]gateway.Location, len(w.Locations))
 		for i, l := range w.Locations {
@@ -80,7 +90,8 @@ func (w *scheduleJSON) text() gateway.RequestText {
 // Member names of a scheduling request, as the OpenAPI document spells
 // them.
 var (
-	scheduleNames = []string{"zones", "locations", "duration", "earliest_start", "deadline", "signal", "origin", "step"}
+	scheduleNames = []string{"zones", "locations", "duration", "earliest_start", "deadline", "signal", "origin", "step",
+		"power_watts", "instance_type", "provider", "vcpus", "memory_gib", "utilization", "include_embodied"}
 	locationNames = []string{"provider", "region"}
 )
 

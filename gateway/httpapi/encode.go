@@ -22,10 +22,9 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		e.raw(`,"baseline":`)
 		e.placement(b.Baseline)
 	}
-	if b.SavingsPct != nil {
-		e.raw(`,"savings_pct":`)
-		e.float(*b.SavingsPct)
-	}
+	e.optFloat(`,"savings_pct":`, b.SavingsPct)
+	e.optFloat(`,"savings_g":`, b.SavingsG)
+	e.optFloat(`,"embodied_g":`, b.EmbodiedG)
 	e.raw(`,"alternatives":`)
 	if b.Alternatives == nil {
 		e.raw("null")
@@ -67,6 +66,16 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		}
 		e.raw("]")
 	}
+	if p := b.Power; p != nil {
+		e.raw(`,"power":{"watts":`)
+		e.float(p.Watts)
+		e.raw(`,"source":`)
+		e.str(p.Source)
+		e.optStr(`,"provider":`, p.Provider)
+		e.optStr(`,"instance_type":`, p.InstanceType)
+		e.optFloat(`,"utilization":`, p.Utilization)
+		e.raw("}")
+	}
 	e.raw(`,"provenance":`)
 	e.provenance(b.Provenance, func(p provenanceJSON) {
 		e.raw(`{"model":`)
@@ -77,10 +86,7 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		e.str(p.Source)
 		e.raw(`,"issued_at":`)
 		e.time(p.IssuedAt)
-		if p.Reason != "" {
-			e.raw(`,"reason":`)
-			e.str(p.Reason)
-		}
+		e.optStr(`,"reason":`, p.Reason)
 		e.raw("}")
 	})
 	e.raw(`,"signal":`)
@@ -127,7 +133,27 @@ func (e *encoder) placement(p *placementJSON) {
 	e.time(p.End)
 	e.raw(`,"mean_intensity":`)
 	e.float(p.MeanIntensity)
+	e.optFloat(`,"energy_kwh":`, p.EnergyKWh)
+	e.optFloat(`,"emissions_g":`, p.EmissionsG)
 	e.raw("}")
+}
+
+// optStr writes member and s when s is not empty, as encoding/json writes
+// a string with omitempty.
+func (e *encoder) optStr(member, s string) {
+	if s != "" {
+		e.raw(member)
+		e.str(s)
+	}
+}
+
+// optFloat writes member (`,"name":`) and *f when f is set, as
+// encoding/json writes a *float64 with omitempty.
+func (e *encoder) optFloat(member string, f *float64) {
+	if f != nil {
+		e.raw(member)
+		e.float(*f)
+	}
 }
 
 // provenance writes m as encoding/json writes a map: null when nil, else

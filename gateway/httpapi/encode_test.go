@@ -59,10 +59,20 @@ func randomSchedules(n int) []scheduleBody {
 		seen = append(seen, t)
 		return t
 	}
+	opt := func() *float64 { // a float or, one time in four, none
+		if r.IntN(4) == 0 {
+			return nil
+		}
+		f := floats[r.IntN(len(floats))]
+		return &f
+	}
 	pl := func() placementJSON {
 		p := placementJSON{Zone: strs[r.IntN(len(strs))], Start: tm(), End: tm(), MeanIntensity: floats[r.IntN(len(floats))]}
 		if r.IntN(2) == 0 {
 			p.Location = &locationJSON{Provider: strs[r.IntN(len(strs))], Region: strs[r.IntN(len(strs))]}
+		}
+		if r.IntN(2) == 0 {
+			p.EnergyKWh, p.EmissionsG = opt(), opt()
 		}
 		return p
 	}
@@ -74,6 +84,12 @@ func randomSchedules(n int) []scheduleBody {
 			b.Baseline = &bp
 			sv := floats[r.IntN(len(floats))]
 			b.SavingsPct = &sv
+			b.SavingsG = opt()
+		}
+		b.EmbodiedG = opt()
+		if r.IntN(2) == 0 {
+			b.Power = &powerJSON{Watts: floats[r.IntN(len(floats))], Source: strs[r.IntN(len(strs))], Provider: strs[r.IntN(len(strs))],
+				InstanceType: strs[r.IntN(len(strs))], Utilization: opt()}
 		}
 		if i%5 != 0 {
 			for range r.IntN(4) {

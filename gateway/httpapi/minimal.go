@@ -27,17 +27,15 @@ func preferMinimal(h http.Header) bool {
 // appendScheduleMinimal appends the minimal answer to a scheduling
 // request (Prefer: return=minimal) to dst: the members of b's full answer
 // a caller needs to act on the decision — decision, savings_pct,
-// provenance with only each zone's source, and request_id — each with the
+// savings_g, provenance with only each zone's source, and request_id — each with the
 // value it has in the full answer, then a newline. Like appendSchedule it
 // writes what encoding/json would (a test checks it).
 func appendScheduleMinimal(dst []byte, b *scheduleBody) ([]byte, error) {
 	e := encoder{b: dst}
 	e.raw(`{"decision":`)
 	e.placement(&b.Decision)
-	if b.SavingsPct != nil {
-		e.raw(`,"savings_pct":`)
-		e.float(*b.SavingsPct)
-	}
+	e.optFloat(`,"savings_pct":`, b.SavingsPct)
+	e.optFloat(`,"savings_g":`, b.SavingsG)
 	e.raw(`,"provenance":`)
 	e.provenance(b.Provenance, func(p provenanceJSON) {
 		e.raw(`{"source":`)

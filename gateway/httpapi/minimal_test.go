@@ -18,11 +18,12 @@ func TestAppendScheduleMinimalMatchesEncodingJSON(t *testing.T) {
 	type minimal struct {
 		Decision   placementJSON     `json:"decision"`
 		SavingsPct *float64          `json:"savings_pct,omitempty"`
+		SavingsG   *float64          `json:"savings_g,omitempty"`
 		Provenance map[string]source `json:"provenance"`
 		RequestID  string            `json:"request_id"`
 	}
 	for i, b := range randomSchedules(500) {
-		m := minimal{Decision: b.Decision, SavingsPct: b.SavingsPct, RequestID: b.RequestID}
+		m := minimal{Decision: b.Decision, SavingsPct: b.SavingsPct, SavingsG: b.SavingsG, RequestID: b.RequestID}
 		if b.Provenance != nil {
 			m.Provenance = map[string]source{}
 			for z, p := range b.Provenance {

@@ -22,6 +22,17 @@ type placementJSON struct {
 	Start         time.Time     `json:"start"`
 	End           time.Time     `json:"end"`
 	MeanIntensity float64       `json:"mean_intensity"`
+	EnergyKWh     *float64      `json:"energy_kwh,omitempty"`  // with a power figure: the job's energy
+	EmissionsG    *float64      `json:"emissions_g,omitempty"` // and its emissions in this window, grams CO2e
+}
+
+// powerJSON is the job's estimated power, with where it comes from.
+type powerJSON struct {
+	Watts        float64  `json:"watts"`
+	Source       string   `json:"source"`
+	Provider     string   `json:"provider,omitempty"`
+	InstanceType string   `json:"instance_type,omitempty"`
+	Utilization  *float64 `json:"utilization,omitempty"`
 }
 
 type zoneReasonJSON struct {
@@ -52,9 +63,12 @@ type scheduleBody struct {
 	Decision     placementJSON             `json:"decision"`
 	Baseline     *placementJSON            `json:"baseline,omitempty"`
 	SavingsPct   *float64                  `json:"savings_pct,omitempty"`
+	SavingsG     *float64                  `json:"savings_g,omitempty"`
+	EmbodiedG    *float64                  `json:"embodied_g,omitempty"`
 	Alternatives []placementJSON           `json:"alternatives"`
 	Infeasible   []zoneReasonJSON          `json:"infeasible,omitempty"`
 	Capped       []cappedJSON              `json:"capped,omitempty"`
+	Power        *powerJSON                `json:"power,omitempty"`
 	Provenance   map[string]provenanceJSON `json:"provenance"`
 	Signal       string                    `json:"signal"`
 	Unit         string                    `json:"unit"`
@@ -62,6 +76,14 @@ type scheduleBody struct {
 	RequestID    string                    `json:"request_id"`
 
 	baseline placementJSON // what Baseline points to, when scheduleResponse sets it
+	energy   *energyJSON   // what the energy members point to, with a power figure
+}
+
+// energyJSON holds what a scheduleBody's energy members point to.
+type energyJSON struct {
+	kwh, savings, embodied, utilization float64
+	power                               powerJSON
+	grams                               []float64 // decision, baseline, then the alternatives
 }
 
 type forecastBody struct {
@@ -150,7 +172,41 @@ func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
 	for z, p := range d.Provenance {
 		out.Provenance[string(z)] = provenanceOf(p)
 	}
+	if d.Energy != nil {
+		withEnergy(out, d)
+	}
 	return out
+}
+
+// withEnergy adds d's energy to out: the power, each placement's energy
+// and grams, the savings and embodied grams.
+func withEnergy(out *scheduleBody, d gateway.Decision) {
+	e := d.Energy
+	en := &energyJSON{kwh: e.KWh, utilization: e.Power.Utilization, grams: make([]float64, 0, len(d.Alternatives)+2),
+		power: powerJSON{Watts: e.Power.Watts, Source: e.Power.Source, Provider: e.Power.Provider, InstanceType: e.Power.InstanceType}}
+	if e.Power.Source != "power_watts" {
+		en.power.Utilization = &en.utilization
+	}
+	out.energy, out.Power = en, &en.power
+	set := func(p *placementJSON, g float64) {
+		en.grams = append(en.grams, g)
+		p.EnergyKWh, p.EmissionsG = &en.kwh, &en.grams[len(en.grams)-1]
+	}
+	set(&out.Decision, d.Decision.EmissionsG)
+	if d.Baseline != nil {
+		set(out.Baseline, d.Baseline.EmissionsG)
+	}
+	for i, a := range d.Alternatives {
+		set(&out.Alternatives[i], a.EmissionsG)
+	}
+	if e.SavingsG != nil {
+		en.savings = *e.SavingsG
+		out.SavingsG = &en.savings
+	}
+	if e.EmbodiedG != nil {
+		en.embodied = *e.EmbodiedG
+		out.EmbodiedG = &en.embodied
+	}
 }
 
 // schedulePool recycles the scheduleBody values of scheduleResponse.
