@@ -59,10 +59,10 @@ models: $(MODELS)/.done
 run: build $(MODELS)/.done
 	@echo
 	@echo "carbongate is starting on $(ADDR) (replay clock from $(REPLAY_START), models in $(MODELS))."
-	@echo "Ask it where and when to run a 3-hour job across DE, SE, PL and ES within 48 hours:"
+	@echo "Ask it where and when to run a 3-hour 2-kW job across DE, SE, PL and ES within 48 hours (grams and percent saved):"
 	@echo
 	@echo "  curl -s localhost:$(PORT)/v1/schedule -H 'Content-Type: application/json' \\"
-	@echo "    -d '{\"zones\":[\"DE\",\"SE\",\"PL\",\"ES\"],\"duration\":\"PT3H\",\"deadline\":\"2021-06-03T00:00:00Z\"}'"
+	@echo "    -d '{\"zones\":[\"DE\",\"SE\",\"PL\",\"ES\"],\"duration\":\"PT3H\",\"deadline\":\"2021-06-03T00:00:00Z\",\"power_watts\":2000}'"
 	@echo
 	@echo "Other endpoints: /v1/zones  /v1/forecast?zone=DE  /openapi.json  /metrics  /healthz"
 	@echo "MLflow registry API (embedded store $(CACHE)/registry.db): /api/2.0/mlflow/...; promoting a version"
