@@ -12,6 +12,8 @@
 //	regions/<provider>/data.json region -> Electricity Maps zone, generated from forecast/regions
 //	candidates/<provider>/data.json per origin region: the candidate regions by round-trip time,
 //	                             generated from regions, latency and residency (what the policy reads)
+//	instances/<provider>/data.json the instance types spec.instanceType is chosen from, in the
+//	                             order of forecast/instances' Fit (aws and azure only), generated
 package opabundle
 
 import (
@@ -141,6 +143,36 @@ type Representative struct {
 	Zone   string  `json:"zone"`
 	Region string  `json:"region"`
 	RTTms  float64 `json:"rtt_ms"`
+}
+
+// Instances is instances/<provider>/data.json: the instance types of the
+// provider's catalog (forecast/instances) that Catalog.Fit considers by
+// default (no burstable, GPU or unknown-processor types), at the default
+// utilisation, in Fit's order (watts, then vCPUs, memory, name), without
+// the types an earlier one dominates (at least as many vCPUs and as much
+// memory).
+// The first type with at least minCPU vCPUs and minRAM memory is then
+// Fit's choice. It is derived (go run ./deploy/opa/gen), never edited.
+type Instances struct {
+	Provider    string         `json:"provider"`
+	Source      string         `json:"source"`
+	Utilization float64        `json:"utilization"`
+	Types       []InstanceType `json:"types"`
+}
+
+// InstanceType is one type of Instances.
+type InstanceType struct {
+	Name      string  `json:"name"`
+	VCPUs     int     `json:"vcpus"`
+	MemoryGiB float64 `json:"memory_gib"`
+	Watts     float64 `json:"watts"`
+}
+
+// LoadInstances reads the instance types of provider; a provider
+// without instance data is ENOTFOUND.
+func LoadInstances(provider string) (Instances, error) {
+	var in Instances
+	return in, load(path.Join("instances", provider, "data.json"), &in)
 }
 
 // LoadConfig reads config/data.json.

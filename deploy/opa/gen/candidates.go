@@ -137,7 +137,8 @@ func sep(i int) string {
 	return ","
 }
 
-// compactItems renders a slice of candidates or representatives as JSON
+// compactItems renders a slice of candidates, representatives or instance
+// types as JSON
 // array items, one per line ("" when empty).
 func compactItems(items any) (string, error) {
 	var elems []any
@@ -147,6 +148,10 @@ func compactItems(items any) (string, error) {
 			elems = append(elems, e)
 		}
 	case []opabundle.Representative:
+		for _, e := range v {
+			elems = append(elems, e)
+		}
+	case []opabundle.InstanceType:
 		for _, e := range v {
 			elems = append(elems, e)
 		}

@@ -7,7 +7,10 @@
 //     that lists it;
 //   - candidates/<provider>/data.json, the index the policy reads: those
 //     regions joined with the hand-edited latency/<provider> and
-//     residency/eu files, per origin region (see candidates.go).
+//     residency/eu files, per origin region (see candidates.go);
+//   - instances/<provider>/data.json, from carbongate's instance catalog
+//     (forecast/instances): the types spec.instanceType is chosen from
+//     (see instances.go).
 //
 // Run it from the repository root after the table or a hand-edited file
 // changes:
@@ -29,6 +32,7 @@ import (
 	"path/filepath"
 
 	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/forecast/instances"
 	"github.com/carbongate/carbongate/forecast/regions"
 )
 
@@ -97,6 +101,17 @@ func render(root fs.FS) (map[string][]byte, error) {
 			return nil, err
 		}
 		files[path.Join("candidates", p, "data.json")] = b
+	}
+	for _, p := range instances.Providers {
+		in, err := instanceIndex(p)
+		if err != nil {
+			return nil, err
+		}
+		b, err := encodeInstances(in)
+		if err != nil {
+			return nil, err
+		}
+		files[path.Join("instances", p, "data.json")] = b
 	}
 	return files, nil
 }

@@ -34,7 +34,7 @@ func TestDerivedFilesUpToDate(t *testing.T) {
 			t.Errorf("%s is stale: run `go run ./deploy/opa/gen` from the repository root (or go test ./deploy/opa/gen -update)", name)
 		}
 	}
-	for _, sub := range []string{"regions", "candidates"} {
+	for _, sub := range []string{"regions", "candidates", "instances"} {
 		entries, err := os.ReadDir(filepath.Join(dir, sub))
 		if err != nil {
 			t.Fatal(err)
