@@ -113,8 +113,13 @@ func TestPatch(t *testing.T) {
 		t.Parallel()
 		r := w.Admit(context.Background(), request(admissionv1.Create, vmTemplate(t, baseSpec(nil), map[string]string{"team": "ml"}), nil), "req-7")
 		ops := decodePatch(t, r)
-		if got := paths(ops); !slices.Equal(got, []string{"/spec/schedulingRegion", "/spec/schedulingTime", "/metadata/annotations/carbongate.io~1provenance"}) {
+		if got := paths(ops); !slices.Equal(got, []string{"/spec/schedulingRegion", "/spec/schedulingTime", "/spec/instanceType", "/metadata/annotations/carbongate.io~1provenance"}) {
 			t.Fatalf("paths=%v", got)
+		}
+		// 4 vCPUs, 16 GiB on Azure: D4a v4 (AMD EPYC 2nd Gen, 10.04 W), as
+		// GET /v1/instance-types answers.
+		if got := opValue(t, ops, "/spec/instanceType"); got != "D4a v4" {
+			t.Fatalf("instanceType=%v", got)
 		}
 		if got := opValue(t, ops, "/spec/schedulingTime"); got != "2021-06-01T05:00:00Z" {
 			t.Fatalf("schedulingTime=%v", got)
@@ -140,7 +145,7 @@ func TestPatch(t *testing.T) {
 		t.Parallel()
 		r := w.Admit(context.Background(), request(admissionv1.Create, vmTemplate(t, baseSpec(map[string]any{"provider": nil}), nil), nil), "")
 		ops := decodePatch(t, r)
-		if got := paths(ops); !slices.Equal(got, []string{"/spec/provider", "/spec/schedulingRegion", "/spec/schedulingTime", "/metadata/annotations", "/metadata/annotations/carbongate.io~1provenance"}) {
+		if got := paths(ops); !slices.Equal(got, []string{"/spec/provider", "/spec/schedulingRegion", "/spec/schedulingTime", "/spec/instanceType", "/metadata/annotations", "/metadata/annotations/carbongate.io~1provenance"}) {
 			t.Fatalf("paths=%v", got)
 		}
 		if v := opValue(t, ops, "/spec/provider"); v != "azure" {

@@ -199,12 +199,12 @@ func TestRouteSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ops) != 5 || ops[0].Path != "/spec/provider" || ops[1].Value != "westeurope" || ops[2].Value != stamp(d.Decision.Start) {
+	if len(ops) != 6 || ops[0].Path != "/spec/provider" || ops[1].Value != "westeurope" || ops[2].Value != stamp(d.Decision.Start) || ops[3].Path != "/spec/instanceType" {
 		t.Fatalf("patch %s, want westeurope at %s", rv.Response.Patch, stamp(d.Decision.Start))
 	}
 	var p provenance
-	if err := json.Unmarshal([]byte(ops[4].Value.(string)), &p); err != nil || p.Zone != "NL" || p.RequestID == "" || p.Sources["NL"] == "" {
-		t.Fatalf("provenance %v: %v", ops[4].Value, err)
+	if err := json.Unmarshal([]byte(ops[5].Value.(string)), &p); err != nil || p.Zone != "NL" || p.RequestID == "" || p.Sources["NL"] == "" {
+		t.Fatalf("provenance %v: %v", ops[5].Value, err)
 	}
 }
 

@@ -3,9 +3,11 @@ package admission
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 
+	"github.com/carbongate/carbongate/forecast/instances"
 	"github.com/carbongate/carbongate/gateway"
 )
 
@@ -51,13 +53,17 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // scheduledPatch returns the patch of a scheduled template, in order:
 // spec.provider (when absent), spec.schedulingRegion, spec.schedulingTime,
-// then the provenance annotation (after metadata.annotations when absent).
+// spec.instanceType (see instanceType), then the provenance annotation
+// (after metadata.annotations when absent).
 func scheduledPatch(obj object, s spec, region string, d gateway.Decision, requestID string) ([]op, error) {
 	var ops []op
 	if !s.ProviderGiven {
 		ops = append(ops, add("/spec/provider", s.Provider))
 	}
 	ops = append(ops, add("/spec/schedulingRegion", region), add("/spec/schedulingTime", stamp(d.Decision.Start)))
+	if t, ok := instanceType(s); ok {
+		ops = append(ops, add("/spec/instanceType", t))
+	}
 	p, err := provenanceJSON(region, d, requestID)
 	if err != nil {
 		return nil, err
@@ -77,6 +83,28 @@ func provenanceJSON(region string, d gateway.Decision, requestID string) (string
 	}
 	b, err := json.Marshal(p)
 	return string(b), err
+}
+
+// instanceType returns the instance type spec.instanceType gets: for a
+// template with minCPU and minRAM and no instanceType, on a provider with
+// an instance catalog, the type forecast/instances' Fit chooses (least
+// estimated power at the default utilisation; no burstable, GPU or
+// unknown-processor types). ok is false when there is none to add,
+// including when no type fits (the template is scheduled without one).
+func instanceType(s spec) (name string, ok bool) {
+	if s.MinCPU == 0 || s.InstanceTypeGiven {
+		return "", false
+	}
+	cat, err := instances.Load(s.Provider)
+	if err != nil {
+		return "", false
+	}
+	// Any memory fits a request of none ("0", "-1Gi").
+	res, err := cat.Fit(instances.Request{MinCPU: s.MinCPU, MinRAMGiB: max(s.MinRAMGiB, math.SmallestNonzeroFloat64)})
+	if err != nil {
+		return "", false
+	}
+	return res.Choice.Type.Name, true
 }
 
 // restore returns the patch of an UPDATE to the scheduled template old:

@@ -32,6 +32,12 @@ type spec struct {
 	ProviderGiven bool   // spec.provider was present
 	ResidencyEU   bool
 	Origin        string // zone of the run-now baseline; "": the first candidate
+	// MinCPU and MinRAMGiB are the template's size when it gives both
+	// (MinCPU 0 otherwise); MinRAMGiB may be 0 or less ("0", "-1Gi").
+	MinCPU    int
+	MinRAMGiB float64
+	// InstanceTypeGiven: spec.instanceType is present and not null.
+	InstanceTypeGiven bool
 }
 
 // parseObject reads the metadata and spec of a raw object. It fails only
@@ -90,12 +96,20 @@ func (o object) validate() (spec, []string) {
 			bad = append(bad, "spec."+field+": "+problem)
 		}
 	}
-	if v, ok := o.field("minCPU"); ok && !integerAtLeast(v, 1) {
-		check("minCPU", "must be an integer ≥ 1, got "+clip(v))
+	cpu, hasCPU := o.field("minCPU")
+	if hasCPU && !integerAtLeast(cpu, 1) {
+		check("minCPU", "must be an integer ≥ 1, got "+clip(cpu))
 	}
-	if v, ok := o.field("minRAM"); ok && !quantity(v) {
-		check("minRAM", `must be a Kubernetes quantity string like "16Gi", got `+clip(v))
+	ram, hasRAM := o.field("minRAM")
+	gib, ok := quantityGiB(ram)
+	if hasRAM && !ok {
+		check("minRAM", `must be a Kubernetes quantity string like "16Gi", got `+clip(ram))
 	}
+	if hasCPU && hasRAM && len(bad) == 0 {
+		n, _ := number(cpu)
+		s.MinCPU, s.MinRAMGiB = int(min(n, math.MaxInt32)), gib
+	}
+	_, s.InstanceTypeGiven = o.field("instanceType")
 	if v, ok := o.field("duration"); !ok {
 		check("duration", `required: an ISO 8601 duration like "PT3H"`)
 	} else if p := durationProblem(v); p != "" {
@@ -168,14 +182,18 @@ func integerAtLeast(v json.RawMessage, min float64) bool {
 	return ok && n == math.Trunc(n) && n >= min
 }
 
-// quantity reports whether v is a Kubernetes resource quantity string.
-func quantity(v json.RawMessage) bool {
+// quantityGiB returns the GiB of a Kubernetes resource quantity string,
+// and false when v is not one.
+func quantityGiB(v json.RawMessage) (float64, bool) {
 	str, ok := text(v)
 	if !ok {
-		return false
+		return 0, false
 	}
-	_, err := resource.ParseQuantity(str)
-	return err == nil
+	q, err := resource.ParseQuantity(str)
+	if err != nil {
+		return 0, false
+	}
+	return q.AsApproximateFloat64() / (1 << 30), true
 }
 
 func rfc3339(s string) bool {

@@ -128,13 +128,14 @@ test_create_scheduled if {
 	r.patchType == "JSONPatch"
 	not r.status
 	ops := patch_of(r)
-	count(ops) == 5
+	count(ops) == 6
 	ops[0] == {"op": "add", "path": "/spec/provider", "value": "azure"}
 	ops[1] == {"op": "add", "path": "/spec/schedulingRegion", "value": "swedencentral"}
 	ops[2] == {"op": "add", "path": "/spec/schedulingTime", "value": "2021-06-02T00:00:00Z"}
-	ops[3] == {"op": "add", "path": "/metadata/annotations", "value": {}}
-	ops[4].path == "/metadata/annotations/carbongate.io~1provenance"
-	json.unmarshal(ops[4].value) == {
+	ops[3] == {"op": "add", "path": "/spec/instanceType", "value": "D4a v4"}
+	ops[4] == {"op": "add", "path": "/metadata/annotations", "value": {}}
+	ops[5].path == "/metadata/annotations/carbongate.io~1provenance"
+	json.unmarshal(ops[5].value) == {
 		"zone": "SE", "region": "swedencentral", "start": "2021-06-02T00:00:00Z", "end": "2021-06-02T03:00:00Z",
 		"mean_intensity": 36.5, "savings_pct": 77.25, "request_id": "REQ1",
 		"sources": {z: "baseline" | some z in eu_zones},
@@ -157,7 +158,7 @@ test_given_provider_and_annotations_are_kept if {
 	obj := object.union(template(with_spec({"provider": "azure"})), {"metadata": {"annotations": {"a": "b"}}})
 	ops := patch_of(decide(review("CREATE", obj)))
 	[op.path | some op in ops] == [
-		"/spec/schedulingRegion", "/spec/schedulingTime",
+		"/spec/schedulingRegion", "/spec/schedulingTime", "/spec/instanceType",
 		"/metadata/annotations/carbongate.io~1provenance",
 	]
 }
@@ -165,7 +166,7 @@ test_given_provider_and_annotations_are_kept if {
 test_null_annotations_are_replaced if {
 	obj := object.union(template(eu_spec), {"metadata": {"annotations": null}})
 	ops := patch_of(decide(review("CREATE", obj)))
-	ops[3] == {"op": "add", "path": "/metadata/annotations", "value": {}}
+	ops[4] == {"op": "add", "path": "/metadata/annotations", "value": {}}
 }
 
 test_without_residency_zones_are_the_same_here if {
@@ -175,7 +176,7 @@ test_without_residency_zones_are_the_same_here if {
 
 test_savings_null_without_baseline if {
 	r := admission.response.response with input as create(eu_spec) with http.send as send_no_baseline with opa.runtime as no_env
-	p := json.unmarshal(patch_of(r)[4].value)
+	p := json.unmarshal(patch_of(r)[5].value)
 	p.savings_pct == null
 }
 

@@ -109,16 +109,20 @@ unavailable(why) := {
 } else := deny(503, concat("", ["carbongate unavailable: ", why]))
 
 # scheduled_patch adds, in order: spec.provider (when absent),
-# spec.schedulingRegion, spec.schedulingTime, then the provenance annotation.
-# The ops are literals rather than add_op calls: this is the path every
-# scheduled review takes, and a call costs more than the object it builds.
+# spec.schedulingRegion, spec.schedulingTime, spec.instanceType (see
+# instance_ops), then the provenance annotation. The ops are literals
+# rather than add_op calls: this is the path every scheduled review takes,
+# and a call costs more than the object it builds.
 scheduled_patch := array.concat(
 	provider_ops,
 	array.concat(
-		[
-			{"op": "add", "path": "/spec/schedulingRegion", "value": representative[decision.zone]},
-			{"op": "add", "path": "/spec/schedulingTime", "value": decision.start},
-		],
+		array.concat(
+			[
+				{"op": "add", "path": "/spec/schedulingRegion", "value": representative[decision.zone]},
+				{"op": "add", "path": "/spec/schedulingTime", "value": decision.start},
+			],
+			instance_ops,
+		),
 		array.concat(annotations_prefix, [{"op": "add", "path": provenance_path, "value": json.marshal(provenance)}]),
 	),
 )
