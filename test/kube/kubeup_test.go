@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/carbongate/carbongate/forecast/instances"
 	"github.com/carbongate/carbongate/test/services"
 )
 
@@ -228,6 +231,9 @@ func checkScheduled(t *testing.T, b []byte) {
 			Provider         string `json:"provider"`
 			SchedulingRegion string `json:"schedulingRegion"`
 			SchedulingTime   string `json:"schedulingTime"`
+			InstanceType     string `json:"instanceType"`
+			MinCPU           int    `json:"minCPU"`
+			MinRAM           string `json:"minRAM"`
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(b, &obj); err != nil {
@@ -246,7 +252,23 @@ func checkScheduled(t *testing.T, b []byte) {
 	if prov.Region != obj.Spec.SchedulingRegion || prov.Start != obj.Spec.SchedulingTime {
 		t.Errorf("provenance says %s at %s, the spec %s at %s", prov.Region, prov.Start, obj.Spec.SchedulingRegion, obj.Spec.SchedulingTime)
 	}
-	t.Logf("stored: %s at %s", obj.Spec.SchedulingRegion, obj.Spec.SchedulingTime)
+	// The instance type the catalog fits to the template's size.
+	ram, err := resource.ParseQuantity(obj.Spec.MinRAM)
+	if err != nil {
+		t.Fatalf("spec.minRAM %q: %v", obj.Spec.MinRAM, err)
+	}
+	cat, err := instances.Load("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := cat.Fit(instances.Request{MinCPU: obj.Spec.MinCPU, MinRAMGiB: ram.AsApproximateFloat64() / (1 << 30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.Spec.InstanceType != fit.Choice.Type.Name {
+		t.Errorf("spec.instanceType %q, want %q (%d vCPUs, %s)", obj.Spec.InstanceType, fit.Choice.Type.Name, obj.Spec.MinCPU, obj.Spec.MinRAM)
+	}
+	t.Logf("stored: %s at %s on %s", obj.Spec.SchedulingRegion, obj.Spec.SchedulingTime, obj.Spec.InstanceType)
 }
 
 // alive reports whether pid runs (exists and is not a zombie: processes
