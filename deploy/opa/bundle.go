@@ -153,11 +153,17 @@ type Representative struct {
 // memory).
 // The first type with at least minCPU vCPUs and minRAM memory is then
 // Fit's choice. It is derived (go run ./deploy/opa/gen), never edited.
+//
+// ByVCPUs answers the common request fast: for each vCPU count V of
+// Types, the types with at least V vCPUs in Types' order, each with more
+// memory than every one before it (the only ones a request for V vCPUs
+// can get), by V in decimal.
 type Instances struct {
-	Provider    string         `json:"provider"`
-	Source      string         `json:"source"`
-	Utilization float64        `json:"utilization"`
-	Types       []InstanceType `json:"types"`
+	Provider    string                    `json:"provider"`
+	Source      string                    `json:"source"`
+	Utilization float64                   `json:"utilization"`
+	Types       []InstanceType            `json:"types"`
+	ByVCPUs     map[string][]InstanceType `json:"by_vcpus"`
 }
 
 // InstanceType is one type of Instances.

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast/instances"
@@ -41,6 +46,20 @@ func instanceIndex(provider string) (opabundle.Instances, error) {
 			out.Types = append(out.Types, opabundle.InstanceType{Name: c.Type.Name, VCPUs: c.Type.VCPUs, MemoryGiB: c.Type.MemoryGiB, Watts: c.Watts.Total})
 		}
 	}
+	out.ByVCPUs = map[string][]opabundle.InstanceType{}
+	for _, v := range out.Types {
+		key := strconv.Itoa(v.VCPUs)
+		if _, ok := out.ByVCPUs[key]; ok {
+			continue
+		}
+		var stairs []opabundle.InstanceType
+		for _, t := range out.Types {
+			if t.VCPUs >= v.VCPUs && (len(stairs) == 0 || t.MemoryGiB > stairs[len(stairs)-1].MemoryGiB) {
+				stairs = append(stairs, t)
+			}
+		}
+		out.ByVCPUs[key] = stairs
+	}
 	return out, nil
 }
 
@@ -58,6 +77,15 @@ func encodeInstances(in opabundle.Instances) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fmt.Appendf(nil, "{\n  \"provider\": %s,\n  \"source\": %s,\n  \"utilization\": %s,\n  \"types\": [%s]\n}\n",
-		fields[0], fields[1], fields[2], types), nil
+	b := fmt.Appendf(nil, "{\n  \"provider\": %s,\n  \"source\": %s,\n  \"utilization\": %s,\n  \"types\": [%s],\n  \"by_vcpus\": {",
+		fields[0], fields[1], fields[2], types)
+	keys := slices.SortedFunc(maps.Keys(in.ByVCPUs), func(a, b string) int { return cmp.Compare(len(a), len(b))*2 + strings.Compare(a, b) })
+	for i, k := range keys {
+		stairs, err := compactItems(in.ByVCPUs[k])
+		if err != nil {
+			return nil, err
+		}
+		b = fmt.Appendf(b, "%s\n    %q: [%s]", sep(i), k, stairs)
+	}
+	return append(b, "\n  }\n}\n"...), nil
 }

@@ -14,23 +14,36 @@ instance_ops := [{"op": "add", "path": "/spec/instanceType", "value": instance_t
 # of forecast/instances' Fit (least estimated power, then fewest vCPUs,
 # least memory, name) without those an earlier type dominates, so this is
 # the type Fit chooses (deploy/opa/gen checks it).
-instance_type := fits[0] if {
+instance_type := first_fit(data.carbongate.instances[provider], cpu, quantity_gib(spec.minRAM)) if {
 	not present("instanceType")
 	cpu := spec.minCPU
 	is_number(cpu)
-	ram := quantity_gib(spec.minRAM)
-	fits := [t.name |
-		some t in data.carbongate.instances[provider].types
-		t.vcpus >= cpu
-		t.memory_gib >= ram
-	]
 }
+
+# first_fit is the first type of index with at least cpu vCPUs and ram
+# GiB: from the short list by_vcpus has when a type has exactly cpu vCPUs
+# (the usual request), else from the whole index.
+first_fit(index, cpu, ram) := name if {
+	name := [t.name | some t in index.by_vcpus[format_int(cpu, 10)]; t.memory_gib >= ram][0]
+} else := [t.name |
+	some t in index.types
+	t.vcpus >= cpu
+	t.memory_gib >= ram
+][0]
 
 # quantity_gib is a Kubernetes quantity string in GiB, as
 # resource.ParseQuantity reads it: a signed decimal ("" and "." are 0),
 # then a decimal suffix (n u m k M G T P E), a binary one (Ki … Ei) or an
 # exponent (e3, E-2).
-quantity_gib(q) := (((sign * decimal) * quantity_scale[m[3]]) * exponent) / 1073741824 if {
+quantity_gib(q) := to_number(n) if {
+	# The usual "16Gi", without a regular expression.
+	is_string(q)
+	n := trim_suffix(q, "Gi")
+	n != q
+	n != ""
+	trim_left(n, "0123456789") == ""
+	not startswith(n, "0")
+} else := (((sign * decimal) * quantity_scale[m[3]]) * exponent) / 1073741824 if {
 	is_string(q)
 	m := regex.find_all_string_submatch_n(`^([+-]?)([0-9]*(?:\.[0-9]*)?)(?:([numkMGTPE]|[KMGTPE]i)|[eE]([+-]?[0-9]+))?$`, q, 1)[0]
 	sign := {"": 1, "+": 1, "-": -1}[m[1]]

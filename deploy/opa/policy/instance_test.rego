@@ -33,6 +33,10 @@ test_instance_type if {
 	instance_type({"minCPU": 2, "minRAM": "16Gi"}) == "E2d v5"
 	instance_type({"minCPU": 4, "minRAM": "16Gi", "provider": "azure"}) == "D4a v4"
 	instance_type({"minCPU": 2, "minRAM": "17G", "provider": "aws"}) == "z1d.large"
+
+	# No azure type has exactly 3 vCPUs: the whole index is searched.
+	instance_type({"minCPU": 3, "minRAM": "16Gi"}) == "D4a v4"
+	instance_type({"minCPU": 4, "minRAM": "512Mi"}) == "D4a v4"
 	instance_type({"minCPU": 1, "minRAM": "0", "provider": "aws"}) == data.carbongate.instances.aws.types[0].name
 }
 
