@@ -95,10 +95,11 @@ lint:
 
 # Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module, the OPA bundle's
 # data and the instance-type data from the pinned Cloud Carbon Footprint npm tarballs.
+# The instance catalog first: deploy/opa/gen derives the OPA bundle's instance index from it.
 generate:
 	./oip/grpc/generate.sh
-	$(GO) run ./deploy/opa/gen
 	$(GO) run ./forecast/instances/gen -tarballs "$$(test/setup/ccf.sh)"
+	$(GO) run ./deploy/opa/gen
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
