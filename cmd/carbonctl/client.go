@@ -131,6 +131,7 @@ type placementJSON struct {
 	Start         time.Time `json:"start"`
 	End           time.Time `json:"end"`
 	MeanIntensity float64   `json:"mean_intensity"`
+	EmissionsG    *float64  `json:"emissions_g"` // with the job's power
 }
 
 func (p placementJSON) where() string {
@@ -155,6 +156,15 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	origin := fs.String("origin", "", "zone of the run-now baseline; default: the first candidate")
 	step := fs.String("step", "", "spacing of candidate starts (e.g. 15m); default: carbongate's")
 	runNowBelow := fs.Float64("run-now-below", math.NaN(), "exit 0 when the saving over running now is below this percentage, 3 when it is at least this (a CI gate)")
+	// The job's power, for grams of CO2e (docs/sizing.md): one of
+	// --power-watts, --instance-type, or --vcpus with --memory-gib.
+	powerWatts := fs.Float64("power-watts", math.NaN(), "the job's average power in watts, PUE included: answers in grams of CO2e")
+	instanceType := fs.String("instance-type", "", "or its instance type (m5.large, E2as v4), estimated by the Cloud Carbon Footprint method")
+	provider := fs.String("provider", "", "with --instance-type or --vcpus: aws or azure")
+	vcpus := fs.Float64("vcpus", math.NaN(), "or its vCPUs, with --memory-gib, on the provider's average coefficients")
+	memoryGiB := fs.Float64("memory-gib", math.NaN(), "its memory in GiB, with --vcpus")
+	utilization := fs.Float64("utilization", math.NaN(), "CPU utilisation 0..1 with --instance-type or --vcpus (default 0.5)")
+	embodied := fs.Bool("embodied", false, "with --instance-type: also the type's embodied emissions")
 	c, err := parseClient(fs, args)
 	if err != nil {
 		return err
@@ -183,10 +193,19 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(locs) > 0 {
 		req["locations"] = locs
 	}
-	for k, v := range map[string]string{"deadline": *deadline, "earliest_start": *earliest, "signal": *signal, "origin": *origin, "step": *step} {
+	for k, v := range map[string]string{"deadline": *deadline, "earliest_start": *earliest, "signal": *signal, "origin": *origin, "step": *step,
+		"instance_type": *instanceType, "provider": *provider} {
 		if v != "" {
 			req[k] = v
 		}
+	}
+	for k, v := range map[string]float64{"power_watts": *powerWatts, "vcpus": *vcpus, "memory_gib": *memoryGiB, "utilization": *utilization} {
+		if !math.IsNaN(v) {
+			req[k] = v
+		}
+	}
+	if *embodied {
+		req["include_embodied"] = true
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -197,9 +216,18 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	var d struct {
-		Decision     placementJSON   `json:"decision"`
-		Baseline     *placementJSON  `json:"baseline"`
-		SavingsPct   *float64        `json:"savings_pct"`
+		Decision   placementJSON  `json:"decision"`
+		Baseline   *placementJSON `json:"baseline"`
+		SavingsPct *float64       `json:"savings_pct"`
+		SavingsG   *float64       `json:"savings_g"`
+		EmbodiedG  *float64       `json:"embodied_g"`
+		Power      *struct {
+			Watts        float64  `json:"watts"`
+			Source       string   `json:"source"`
+			Provider     string   `json:"provider"`
+			InstanceType string   `json:"instance_type"`
+			Utilization  *float64 `json:"utilization"`
+		} `json:"power"`
 		Alternatives []placementJSON `json:"alternatives"`
 		Unit         string          `json:"unit"`
 		Signal       string          `json:"signal"`
@@ -217,9 +245,18 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "\tWHERE\tSTART\tEND\tMEAN %s\tSOURCE\n", d.Unit)
+		grams := d.Decision.EmissionsG != nil // the request gave the job's power
+		gramsHead := ""
+		if grams {
+			gramsHead = "\tCO2e g"
+		}
+		fmt.Fprintf(tw, "\tWHERE\tSTART\tEND\tMEAN %s%s\tSOURCE\n", d.Unit, gramsHead)
 		row := func(label string, p placementJSON) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\n", label, p.where(), p.Start.Format(time.RFC3339), p.End.Format(time.RFC3339), p.MeanIntensity, d.Provenance[p.Zone].Source)
+			g := ""
+			if grams && p.EmissionsG != nil {
+				g = fmt.Sprintf("\t%.1f", *p.EmissionsG)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%s\t%s\n", label, p.where(), p.Start.Format(time.RFC3339), p.End.Format(time.RFC3339), p.MeanIntensity, g, d.Provenance[p.Zone].Source)
 		}
 		row("decision", d.Decision)
 		if d.Baseline != nil {
@@ -234,7 +271,26 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		if d.SavingsPct != nil {
-			fmt.Fprintf(stdout, "saving over running now: %.1f%% (%s signal)\n", *d.SavingsPct, d.Signal)
+			saved := ""
+			if d.SavingsG != nil {
+				saved = fmt.Sprintf(", %.1f g CO2e", *d.SavingsG)
+			}
+			fmt.Fprintf(stdout, "saving over running now: %.1f%%%s (%s signal)\n", *d.SavingsPct, saved, d.Signal)
+		}
+		if p := d.Power; p != nil {
+			from := p.Source
+			if p.InstanceType != "" {
+				from = p.Provider + " " + p.InstanceType
+			} else if p.Provider != "" {
+				from += " on " + p.Provider
+			}
+			if p.Utilization != nil {
+				from += fmt.Sprintf(" at %.0f%% CPU", *p.Utilization*100)
+			}
+			fmt.Fprintf(stdout, "job power: %.4g W (%s)\n", p.Watts, from)
+		}
+		if d.EmbodiedG != nil {
+			fmt.Fprintf(stdout, "embodied emissions: %.1f g CO2e, wherever and whenever it runs (not in the grams above)\n", *d.EmbodiedG)
 		}
 	}
 	if math.IsNaN(*runNowBelow) {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestScheduleCommandGrams: with the job's power the table has each
+// window's grams and the saving in grams, as carbongate answered them;
+// without it, none; a bad power figure is carbongate's 400 naming it.
+func TestScheduleCommandGrams(t *testing.T) {
+	t.Parallel()
+	url := serveGateway(t)
+	args := []string{"schedule", "--url", url, "--zones", "DE,SE,PL", "--duration", "3h", "--deadline", "2021-06-03T00:00:00Z"}
+	power := append(args[:len(args):len(args)], "--instance-type", "m5.large", "--embodied")
+
+	code, out, errs := runCtl(t, append(power, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	type placement struct {
+		Zone       string   `json:"zone"`
+		EmissionsG *float64 `json:"emissions_g"`
+	}
+	var d struct {
+		Decision     placement   `json:"decision"`
+		Baseline     *placement  `json:"baseline"`
+		Alternatives []placement `json:"alternatives"`
+		SavingsPct   *float64    `json:"savings_pct"`
+		SavingsG     *float64    `json:"savings_g"`
+		EmbodiedG    *float64    `json:"embodied_g"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Decision.EmissionsG == nil || d.Baseline == nil || d.Baseline.EmissionsG == nil ||
+		d.SavingsPct == nil || d.SavingsG == nil || d.EmbodiedG == nil {
+		t.Fatalf("answer without grams (%v):\n%s", err, out)
+	}
+
+	code, out, errs = runCtl(t, power...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.Contains(lines[0], "CO2e g") {
+		t.Fatalf("no grams column:\n%s", out)
+	}
+	want := map[string]string{
+		"decision": fmt.Sprintf("%.1f", *d.Decision.EmissionsG),
+		"run now":  fmt.Sprintf("%.1f", *d.Baseline.EmissionsG),
+	}
+	for label, g := range want {
+		found := false
+		for _, l := range lines {
+			if strings.HasPrefix(l, label) && strings.Contains(l, " "+g+" ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no %q row with %s g:\n%s", label, g, out)
+		}
+	}
+	for _, s := range []string{
+		fmt.Sprintf("saving over running now: %.1f%%, %.1f g CO2e", *d.SavingsPct, *d.SavingsG),
+		"job power: 8.378 W (aws m5.large at 50% CPU)",
+		fmt.Sprintf("embodied emissions: %.1f g CO2e", *d.EmbodiedG),
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+
+	code, out, errs = runCtl(t, args...)
+	if code != 0 || strings.Contains(out, "CO2e g") || strings.Contains(out, "g CO2e") || strings.Contains(out, "job power") {
+		t.Fatalf("without power: exit %d, %s%s; want no grams", code, out, errs)
+	}
+	code, _, errs = runCtl(t, append(args[:len(args):len(args)], "--power-watts", "-5")...)
+	if code != 1 || !strings.Contains(errs, "(power_watts)") {
+		t.Fatalf("negative power: exit %d, %s; want 1 naming power_watts", code, errs)
+	}
+}
