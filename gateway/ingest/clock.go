@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/retry"
 )
 
 // Clock tells the time and waits. The Poller and TokenBucket take one so
@@ -27,19 +28,7 @@ var _ Clock = SystemClock{}
 func (SystemClock) Now() time.Time { return time.Now().UTC() }
 
 // Sleep waits on a timer.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error { return retry.Sleep(ctx, d) }
 
 // ManualClock is a Clock that moves only when told: Sleep advances it by d
 // at once (and records d), Set and Add move it. It never blocks, so tests

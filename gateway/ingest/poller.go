@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/retry"
 )
 
 // Defaults of Config.
@@ -358,13 +359,37 @@ func ceilHour(t time.Time) time.Time {
 // EUNAVAILABLE answers as cfg.Retry allows.
 func (p *Poller) fetch(ctx context.Context, g *group, f Feed, from, to time.Time) (Batch, error) {
 	rc := p.cfg.Retry
-	for attempt := 1; ; attempt++ {
+	var b Batch
+	pol := retry.Policy{
+		Attempts: rc.Attempts, Base: rc.Backoff, Cap: rc.MaxBackoff, Jitter: 0.5, Rand: p.cfg.Jitter,
+		Retryable: func(err error) bool { return forecast.ErrorCode(err) == forecast.EUNAVAILABLE },
+		Wait: func(err error, pause time.Duration) (time.Duration, error) {
+			ra, ok := RetryAfter(err)
+			if !ok {
+				return pause, nil
+			}
+			if ra > rc.MaxRetryAfter {
+				return 0, &forecast.Error{Code: forecast.EUNAVAILABLE,
+					Message: fmt.Sprintf("%s asks to wait %v, longer than %v: %s", g.name, ra, rc.MaxRetryAfter, forecast.ErrorMessage(err)), Err: err}
+			}
+			return ra, nil
+		},
+		OnRetry: func(attempt int, pause time.Duration, err error) {
+			p.log.LogAttrs(ctx, slog.LevelInfo, "ingest: retrying upstream request",
+				feedAttrs(f, slog.Int("attempt", attempt), slog.Duration("pause", pause), slog.Any("err", err))...)
+			p.cfg.Metrics.retry(g.name)
+		},
+		GiveUp: func(attempts int, err error) error { return giveUp(g.name, attempts, err) },
+		Sleep:  p.cfg.Clock.Sleep,
+	}
+	err := pol.Do(ctx, func(ctx context.Context) error {
 		if err := g.bucket.Wait(ctx); err != nil {
-			return Batch{}, err
+			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 		t0 := time.Now()
-		b, err := f.Source.Fetch(cctx, f.Zone, f.Signal, from, to)
+		var err error
+		b, err = f.Source.Fetch(cctx, f.Zone, f.Signal, from, to)
 		cancel()
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			err = &forecast.Error{Code: forecast.EUNAVAILABLE, Message: fmt.Sprintf("%s: no answer within %v", g.name, p.cfg.CallTimeout), Err: err}
@@ -374,44 +399,12 @@ func (p *Poller) fetch(ctx context.Context, g *group, f Feed, from, to time.Time
 			out = OutcomeCanceled
 		}
 		p.cfg.Metrics.request(g.name, out, time.Since(t0))
-		if err == nil {
-			return b, nil
-		}
-		if ctx.Err() != nil {
-			return Batch{}, ctx.Err()
-		}
-		if forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
-			return Batch{}, err
-		}
-		if attempt >= rc.Attempts {
-			return Batch{}, giveUp(g.name, attempt, err)
-		}
-		pause := p.backoff(attempt)
-		if ra, ok := RetryAfter(err); ok {
-			if ra > rc.MaxRetryAfter {
-				return Batch{}, &forecast.Error{Code: forecast.EUNAVAILABLE,
-					Message: fmt.Sprintf("%s asks to wait %v, longer than %v: %s", g.name, ra, rc.MaxRetryAfter, forecast.ErrorMessage(err)), Err: err}
-			}
-			pause = ra
-		}
-		p.log.LogAttrs(ctx, slog.LevelInfo, "ingest: retrying upstream request",
-			feedAttrs(f, slog.Int("attempt", attempt), slog.Duration("pause", pause), slog.Any("err", err))...)
-		p.cfg.Metrics.retry(g.name)
-		if err := p.cfg.Clock.Sleep(ctx, pause); err != nil {
-			return Batch{}, err
-		}
+		return err
+	})
+	if err != nil {
+		return Batch{}, err
 	}
-}
-
-// backoff returns the jittered pause after the given (1-based) attempt.
-func (p *Poller) backoff(attempt int) time.Duration {
-	d := p.cfg.Retry.Backoff
-	for i := 1; i < attempt && d < p.cfg.Retry.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, p.cfg.Retry.MaxBackoff)
-	j := min(max(p.cfg.Jitter(), 0), 1)
-	return d/2 + time.Duration(j*float64(d/2))
+	return b, nil
 }
 
 func giveUp(source string, attempts int, err error) error {
