@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/models"
 )
 
@@ -79,70 +80,54 @@ func InProcessModel(m models.Model, version string) Model {
 }
 
 // Retry is a Predictor that gives each call of Next its own deadline and
-// retries calls failing with EUNAVAILABLE with exponential backoff.
+// retries calls failing with EUNAVAILABLE with exponential backoff and
+// jitter (forecast/retry), so that shards failing on the same server at
+// once do not come back in lock-step.
 type Retry struct {
 	Next Predictor
 	// Attempts is the number of calls at most (default 4).
 	Attempts int
 	// Timeout is the deadline of one call (default 30 s).
 	Timeout time.Duration
-	// Backoff is the wait after the first failure, doubled after each
-	// further one up to MaxBackoff (defaults 250 ms and 5 s).
+	// Backoff is the nominal wait after the first failure, doubled after
+	// each further one up to MaxBackoff (defaults 250 ms and 5 s); each
+	// wait is drawn from [nominal/2, nominal).
 	Backoff, MaxBackoff time.Duration
 	// OnRetry, when set, is called before each wait.
 	OnRetry func(attempt int, wait time.Duration, err error)
 	// Sleep waits d or until ctx ends (default: a timer); tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand draws the jitter, in [0, 1) (default: math/rand/v2); tests
+	// replace it.
+	Rand func() float64
 }
 
 // Predict implements Predictor. After the last attempt the error of the
 // last call is returned; ctx's end stops retrying at once.
 func (r Retry) Predict(ctx context.Context, batch []Input) ([]Output, error) {
-	attempts := cmp.Or(r.Attempts, 4)
 	timeout := cmp.Or(r.Timeout, 30*time.Second)
-	wait := cmp.Or(r.Backoff, 250*time.Millisecond)
-	maxWait := cmp.Or(r.MaxBackoff, 5*time.Second)
-	sleep := r.Sleep
-	if sleep == nil {
-		sleep = sleepCtx
+	p := retry.Policy{
+		Attempts: cmp.Or(r.Attempts, 4),
+		Base:     cmp.Or(r.Backoff, 250*time.Millisecond), Cap: cmp.Or(r.MaxBackoff, 5*time.Second),
+		Retryable: retryable, OnRetry: r.OnRetry, Sleep: r.Sleep, Rand: r.Rand,
 	}
-	for attempt := 1; ; attempt++ {
+	var out []Output
+	err := p.Do(ctx, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		out, err := r.Next.Predict(cctx, batch)
-		cancel()
-		if err == nil {
-			return out, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if attempt >= attempts || !retryable(err) {
-			return nil, err
-		}
-		if r.OnRetry != nil {
-			r.OnRetry(attempt, wait, err)
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return nil, err
-		}
-		wait = min(2*wait, maxWait)
+		defer cancel()
+		var err error
+		out, err = r.Next.Predict(cctx, batch)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // retryable: the model is unreachable, not ready or was too slow.
 func retryable(err error) bool {
 	return forecast.ErrorCode(err) == forecast.EUNAVAILABLE || isDeadline(err)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // checkOutput verifies one output against the model and the plan's horizon.

@@ -308,9 +308,10 @@ func TestRetry(t *testing.T) {
 		wantWaits []time.Duration
 	}{
 		{"success", &flaky{next: ok}, 4, "", 1, nil},
-		{"recovers", &flaky{next: ok, failFirst: 2}, 4, "", 3, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}},
+		// Rand 0.5: each wait is 3/4 of its nominal value (100, 200, 300 ms).
+		{"recovers", &flaky{next: ok, failFirst: 2}, 4, "", 3, []time.Duration{75 * time.Millisecond, 150 * time.Millisecond}},
 		{"gives up", &flaky{next: ok, failFirst: 10}, 5, forecast.EUNAVAILABLE, 5,
-			[]time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}},
+			[]time.Duration{75 * time.Millisecond, 150 * time.Millisecond, 225 * time.Millisecond, 225 * time.Millisecond}},
 		{"not retryable", predictorFunc(func(context.Context, []Input) ([]Output, error) {
 			return nil, forecast.Errorf(forecast.EINVALID, "bad batch")
 		}), 4, forecast.EINVALID, 1, nil},
@@ -330,6 +331,7 @@ func TestRetry(t *testing.T) {
 				}),
 				Attempts: tt.attempts, Backoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 				Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+				Rand:  func() float64 { return 0.5 },
 			}
 			out, err := r.Predict(context.Background(), in)
 			if got := forecast.ErrorCode(err); got != tt.wantErr {
@@ -350,6 +352,47 @@ func TestRetry(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRetryShardsApart: shards whose model calls fail at the same moment
+// (a restarted server) wait different pauses before each retry, drawn
+// from the default random source, instead of coming back together.
+func TestRetryShardsApart(t *testing.T) {
+	t.Parallel()
+	const shards, attempts = 8, 4
+	waits := make([][]time.Duration, shards)
+	var wg sync.WaitGroup
+	for i := range shards {
+		wg.Go(func() {
+			r := Retry{
+				Next: predictorFunc(func(context.Context, []Input) ([]Output, error) {
+					return nil, forecast.Errorf(forecast.EUNAVAILABLE, "connection refused")
+				}),
+				Attempts: attempts,
+				Sleep:    func(_ context.Context, d time.Duration) error { waits[i] = append(waits[i], d); return nil },
+			}
+			if _, err := r.Predict(context.Background(), nil); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
+				t.Errorf("shard %d: err=%v, want EUNAVAILABLE", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	for a := range attempts - 1 {
+		seen := map[time.Duration]int{}
+		for i := range shards {
+			if len(waits[i]) != attempts-1 {
+				t.Fatalf("shard %d waited %v, want %d waits", i, waits[i], attempts-1)
+			}
+			nominal := 250 * time.Millisecond << a
+			if w := waits[i][a]; w < nominal/2 || w > nominal {
+				t.Errorf("shard %d wait %d = %v, want in [%v, %v]", i, a+1, w, nominal/2, nominal)
+			}
+			if j, dup := seen[waits[i][a]]; dup {
+				t.Errorf("shards %d and %d both wait %v before retry %d (lock-step)", j, i, waits[i][a], a+1)
+			}
+			seen[waits[i][a]] = i
+		}
 	}
 }
 
