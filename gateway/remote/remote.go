@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/oip"
@@ -40,12 +41,17 @@ type Config struct {
 	// Timeout bounds one Forecast call, retries included; the caller's
 	// deadline applies too, whichever is earlier. 0: the caller's only.
 	Timeout time.Duration
-	// Backoff is the first pause before retrying a "not ready" answer; it
-	// doubles up to MaxBackoff. A retry is made only when the deadline
-	// leaves room for the pause. Defaults DefaultBackoff, DefaultMaxBackoff.
+	// Backoff is the first nominal pause before retrying a "not ready"
+	// answer; it doubles up to MaxBackoff, and each pause is drawn from
+	// [nominal/2, nominal) (jitter: replicas and requests that met the
+	// same cold start do not retry together). A retry is made only when
+	// the deadline leaves room for the pause. Defaults DefaultBackoff,
+	// DefaultMaxBackoff.
 	Backoff, MaxBackoff time.Duration
-	Breaker             breaker.Config // Failures and Cooldown; OnChange is set by New
-	Metrics             *Metrics       // nil: none
+	// Rand draws the jitter, in [0, 1); nil: math/rand/v2.
+	Rand    func() float64
+	Breaker breaker.Config // Failures and Cooldown; OnChange is set by New
+	Metrics *Metrics       // nil: none
 }
 
 // Forecaster is safe for concurrent use.
@@ -279,27 +285,19 @@ func (f *Forecaster) invalidate() {
 }
 
 // retry calls call until it succeeds, fails with something other than
-// "not ready", or the deadline leaves no room for the next pause.
+// "not ready", or the deadline leaves no room for the next pause; it
+// returns call's last error, also when ctx ends during a pause.
 func (f *Forecaster) retry(ctx context.Context, call func() error) error {
-	pause := f.cfg.Backoff
-	for {
-		err := call()
-		if err == nil || !NotReady(err) || ctx.Err() != nil {
-			return err
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= pause {
-			return err
-		}
-		f.cfg.Metrics.retry(f.label)
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		pause = min(2*pause, f.cfg.MaxBackoff)
+	var last error
+	p := retry.Policy{
+		Base: f.cfg.Backoff, Cap: f.cfg.MaxBackoff, Rand: f.cfg.Rand,
+		Retryable: NotReady,
+		OnRetry:   func(int, time.Duration, error) { f.cfg.Metrics.retry(f.label) },
 	}
+	if err := p.Do(ctx, func(context.Context) error { last = call(); return last }); err != nil {
+		return last
+	}
+	return nil
 }
 
 // NotReady reports whether err is an upstream's "not ready" answer: an

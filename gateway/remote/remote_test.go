@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,11 +138,16 @@ func TestNotReady(t *testing.T) {
 			t.Parallel()
 			b := remotetest.NewBackend("m", 24, 48, 5)
 			s := tr.serve(t, b, "DE")
-			f := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Second, Backoff: 5 * time.Millisecond})
+			var draws atomic.Int32 // one jitter draw per pause
+			f := newForecaster(t, s.Endpoint, remote.Config{Timeout: time.Second, Backoff: 5 * time.Millisecond,
+				Rand: func() float64 { draws.Add(1); return 0.5 }})
 			b.SetNotReady(4) // metadata and infer both see it
 			fc, err := f.Forecast(context.Background(), request("DE", 24))
 			if err != nil {
 				t.Fatalf("after 4 not-ready answers: %v, want a forecast", err)
+			}
+			if got := draws.Load(); got != 4 {
+				t.Errorf("jitter drawn %d times, want 4 (one per pause)", got)
 			}
 			if fc.Series.Values[0] != 5 {
 				t.Fatalf("value=%v", fc.Series.Values[0])
