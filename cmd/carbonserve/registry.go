@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/oip"
@@ -181,22 +182,34 @@ func (m *Main) prepareCache(f *follower) error {
 }
 
 // resolveRetrying resolves the reference, retrying EUNAVAILABLE errors
-// with backoff until FetchTimeout.
+// with backoff and jitter (replicas started together against a restarted
+// registry do not retry together) until FetchTimeout.
 func (m *Main) resolveRetrying(ctx context.Context) (registry.ModelVersion, error) {
 	f := m.reg
-	deadline := time.Now().Add(m.FetchTimeout)
-	for backoff := 250 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		v, err := registry.Resolve(ctx, f.store, f.ref)
-		if err == nil || forecast.ErrorCode(err) != forecast.EUNAVAILABLE || time.Now().Add(backoff).After(deadline) {
-			return v, err
-		}
-		m.Logger.Warn("registry unavailable; retrying", "ref", f.ref.String(), "retry_in", backoff.String(), "error", err)
-		select {
-		case <-ctx.Done():
-			return registry.ModelVersion{}, ctx.Err()
-		case <-time.After(backoff):
-		}
+	rctx, cancel := context.WithTimeout(ctx, m.FetchTimeout)
+	defer cancel()
+	p := retry.Policy{
+		Base: 250 * time.Millisecond, Cap: 5 * time.Second,
+		Retryable: func(err error) bool { return forecast.ErrorCode(err) == forecast.EUNAVAILABLE },
+		OnRetry: func(_ int, pause time.Duration, err error) {
+			m.Logger.Warn("registry unavailable; retrying", "ref", f.ref.String(), "retry_in", pause.String(), "error", err)
+		},
 	}
+	var v registry.ModelVersion
+	var last error
+	// Each call has ctx's deadline, as before; FetchTimeout bounds the
+	// retries, and once it is spent the last answer is returned.
+	err := p.Do(rctx, func(context.Context) error {
+		v, last = registry.Resolve(ctx, f.store, f.ref)
+		return last
+	})
+	switch {
+	case err == nil:
+		return v, nil
+	case ctx.Err() != nil:
+		return registry.ModelVersion{}, ctx.Err()
+	}
+	return registry.ModelVersion{}, last
 }
 
 // fetchVersion copies v's artifacts to root/v<N> and labels their MLmodel

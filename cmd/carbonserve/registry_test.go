@@ -286,6 +286,26 @@ func TestRegistryRetriesTransientFailures(t *testing.T) {
 	}
 }
 
+// TestRegistryRetriesAtStart: a registry unavailable when carbonserve
+// starts is retried (with backoff) until it answers.
+func TestRegistryRetriesAtStart(t *testing.T) {
+	t.Parallel()
+	const name = "carbon-forecaster-PL"
+	ctx := context.Background()
+	st := &flaky{Store: openEmbedded(t)}
+	if _, err := st.CreateModel(ctx, name, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateVersion(ctx, registry.NewVersion{Name: name, Source: saveModel(t, servetest.Ridge(t, name, "PL", 1))}); err != nil {
+		t.Fatal(err)
+	}
+	st.fails.Store(2)
+	_, logs := startRegistryMain(t, noEnv, func(m *Main) { m.Registry.Store = st }, "--model", "models:/"+name+"/1")
+	if got := strings.Count(logs.String(), "registry unavailable; retrying"); got != 2 {
+		t.Fatalf("%d retries logged, want 2:\n%s", got, logs)
+	}
+}
+
 func waitLog(t *testing.T, logs *syncBuffer, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), want); {
