@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/retry"
 )
@@ -90,14 +92,12 @@ func (c *ManualClock) Sleeps() []time.Duration {
 // TokenBucket limits the rate of requests: it holds up to Burst tokens,
 // gains PerSecond tokens a second, and every request takes one, waiting
 // for it when the bucket is empty. Waiters are served in arrival order.
-// Safe for concurrent use.
+// It is a golang.org/x/time/rate Limiter read and waited on through the
+// Clock, so tests and replays decide how time passes. Safe for concurrent
+// use.
 type TokenBucket struct {
-	clock  Clock
-	rate   float64
-	burst  float64
-	mu     sync.Mutex
-	tokens float64 // below 0 when waiters have reserved future tokens
-	last   time.Time
+	clock Clock
+	lim   *rate.Limiter
 }
 
 // NewTokenBucket returns a full bucket. perSecond must be > 0 and burst ≥ 1
@@ -109,7 +109,7 @@ func NewTokenBucket(perSecond float64, burst int, clock Clock) (*TokenBucket, er
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	return &TokenBucket{clock: clock, rate: perSecond, burst: float64(burst), tokens: float64(burst), last: clock.Now()}, nil
+	return &TokenBucket{clock: clock, lim: rate.NewLimiter(rate.Limit(perSecond), burst)}, nil
 }
 
 // Wait takes a token, sleeping until one is available. When ctx ends
@@ -118,25 +118,14 @@ func (b *TokenBucket) Wait(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b.mu.Lock()
 	now := b.clock.Now()
-	if d := now.Sub(b.last); d > 0 {
-		b.tokens = min(b.burst, b.tokens+d.Seconds()*b.rate)
-		b.last = now
-	}
-	b.tokens--
-	var wait time.Duration
-	if b.tokens < 0 {
-		wait = time.Duration(math.Ceil(-b.tokens / b.rate * float64(time.Second)))
-	}
-	b.mu.Unlock()
+	r := b.lim.ReserveN(now, 1) // always OK: burst ≥ 1
+	wait := r.DelayFrom(now)
 	if wait == 0 {
 		return nil
 	}
 	if err := b.clock.Sleep(ctx, wait); err != nil {
-		b.mu.Lock()
-		b.tokens++
-		b.mu.Unlock()
+		r.CancelAt(b.clock.Now())
 		return err
 	}
 	return nil

@@ -72,6 +72,45 @@ func TestTokenBucketCanceled(t *testing.T) {
 	}
 }
 
+// interrupted is a ManualClock whose next Sleep ends as if its context
+// had been canceled meanwhile.
+type interrupted struct {
+	*ManualClock
+	fail bool
+}
+
+func (c *interrupted) Sleep(ctx context.Context, d time.Duration) error {
+	if c.fail {
+		c.fail = false
+		return context.Canceled
+	}
+	return c.ManualClock.Sleep(ctx, d)
+}
+
+// TestTokenBucketCanceledWhileWaiting: a waiter whose context ends during
+// its wait gives its token back, so the next waiter is not delayed by it.
+func TestTokenBucketCanceledWhileWaiting(t *testing.T) {
+	t.Parallel()
+	clock := &interrupted{ManualClock: NewManualClock(t0)}
+	b, err := NewTokenBucket(1, 1, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock.fail = true
+	if err := b.Wait(context.Background()); err != context.Canceled {
+		t.Fatalf("Wait=%v, want context.Canceled", err)
+	}
+	if err := b.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := clock.Sleeps(), []time.Duration{time.Second}; len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("sleeps=%v, want %v (the canceled waiter's token given back)", got, want)
+	}
+}
+
 func TestNewTokenBucketInvalid(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
