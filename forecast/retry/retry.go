@@ -1,7 +1,8 @@
 // Package retry calls an operation again after transient failures, with
 // capped exponential backoff and jitter. It is the one retry loop of
-// carbongate: the ingest poller, the backfill's model calls and writes and
-// the gateway's remote model calls all run through Policy.Do.
+// carbongate: the ingest poller, the backfill's model calls and writes,
+// the gateway's remote model calls and carbonserve's start-up registry
+// resolve all run through Policy.Do.
 //
 // Jitter is what keeps many callers apart: backfill shards (or gateway
 // replicas) that fail on the same restarted server at the same moment would
