@@ -49,9 +49,10 @@ type CrateDB struct {
 	lock *os.File            // held while the server runs
 	cred *syscall.Credential // the unprivileged user when root
 
-	server     // the current process
-	runs   int // under mu
-	schema int // under mu
+	server       // the current process
+	private bool // started by StartPrivateCrateDB: may be stopped
+	runs    int  // under mu
+	schema  int  // under mu
 }
 
 var sharedCrate struct {
@@ -75,6 +76,54 @@ func StartCrateDB(tb testing.TB) *CrateDB {
 		tb.Fatalf("services: start CrateDB: %v", sharedCrate.err)
 	}
 	return sharedCrate.c
+}
+
+// StartPrivateCrateDB starts a CrateDB server of tb's own (about 10 s),
+// which tb may Stop and Start; it is stopped and its files removed in
+// tb.Cleanup.
+func StartPrivateCrateDB(tb testing.TB) *CrateDB {
+	tb.Helper()
+	c, err := startCrateDB(CrateDBHome(tb))
+	if err != nil {
+		tb.Fatalf("services: start CrateDB: %v", err)
+	}
+	c.private = true
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("services: CrateDB log (tail):\n%s", c.logTail(6000))
+		}
+		c.shutdown(syscall.SIGTERM)
+		c.lock.Close()
+		if err := os.RemoveAll(c.dir); err != nil {
+			tb.Logf("services: remove CrateDB dir: %v", err)
+		}
+	})
+	return c
+}
+
+// Stop shuts the server down (SIGTERM: CrateDB closes its shards and
+// exits) and waits for it. Only for servers of StartPrivateCrateDB.
+func (c *CrateDB) Stop(tb testing.TB) {
+	tb.Helper()
+	if !c.private {
+		tb.Fatalf("services: the shared CrateDB server cannot be stopped; use StartPrivateCrateDB")
+	}
+	c.shutdown(syscall.SIGTERM)
+}
+
+// Start starts a stopped server again on the same ports and data, and
+// returns once a query answers. Only for servers of StartPrivateCrateDB.
+func (c *CrateDB) Start(tb testing.TB) {
+	tb.Helper()
+	if !c.private {
+		tb.Fatalf("services: the shared CrateDB server cannot be restarted; use StartPrivateCrateDB")
+	}
+	if c.Running() {
+		return
+	}
+	if err := c.run(nil, c.recovered); err != nil {
+		tb.Fatalf("services: restart CrateDB: %v", err)
+	}
 }
 
 // CrateDBHome returns the CrateDB install dir: $CrateDBHomeEnv when set
@@ -265,7 +314,13 @@ func (c *CrateDB) start() error {
 		c.HTTPPort, c.PSQLPort = ports[0], ports[1]
 		return c.writeConfig(ports[2])
 	}
-	proc, err := startServer(pick, c.launch, c.ready)
+	return c.run(pick, c.ready)
+}
+
+// run launches the server (pick: new ports, nil: the same) and keeps its
+// process once ready answers nil.
+func (c *CrateDB) run(pick func() error, ready func(context.Context) error) error {
+	proc, err := startServer(pick, c.launch, ready)
 	if err != nil {
 		return err
 	}
@@ -331,6 +386,29 @@ func (c *CrateDB) ready(ctx context.Context) error {
 		return err
 	}
 	c.Version = v
+	return nil
+}
+
+// recovered is ready once every table is green and every shard started
+// again after a restart: the first queries answer while tables are still
+// unknown or say "no such shard" or "shard 1 is not available".
+func (c *CrateDB) recovered(ctx context.Context) error {
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, c.URL("doc"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var notGreen, notStarted int64
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM sys.health WHERE health <> 'GREEN'), (SELECT count(*) FROM sys.shards WHERE state <> 'STARTED')`).Scan(&notGreen, &notStarted)
+	if err != nil {
+		return err
+	}
+	if notGreen > 0 || notStarted > 0 {
+		return fmt.Errorf("%d tables not green, %d shards not started", notGreen, notStarted)
+	}
 	return nil
 }
 

@@ -348,12 +348,14 @@ func (s *server) Log() string {
 	return s.proc.Log()
 }
 
-func (p *Postgres) logTail(n int) string {
-	s := p.Log()
-	if len(s) > n {
-		s = "...\n" + s[len(s)-n:]
+// logTail is the end of the current server process's log.
+func (s *server) logTail(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return ""
 	}
-	return s
+	return s.proc.logTail(n)
 }
 
 var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -436,14 +438,19 @@ func (p *Postgres) Restart(tb testing.TB) {
 	p.Start(tb)
 }
 
-func (p *Postgres) shutdown() {
-	p.mu.Lock()
-	proc := p.proc
-	p.mu.Unlock()
+// shutdown is PostgreSQL's fast shutdown (SIGINT).
+func (p *Postgres) shutdown() { p.server.shutdown(syscall.SIGINT) }
+
+// shutdown sends sig to the server process and waits for it to exit,
+// killing it after 30 s.
+func (s *server) shutdown(sig syscall.Signal) {
+	s.mu.Lock()
+	proc := s.proc
+	s.mu.Unlock()
 	if proc == nil || proc.Exited() {
 		return
 	}
-	_ = syscall.Kill(proc.Pid(), syscall.SIGINT)
+	_ = syscall.Kill(proc.Pid(), sig)
 	select {
 	case <-proc.done:
 	case <-time.After(30 * time.Second):
