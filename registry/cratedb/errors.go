@@ -25,6 +25,10 @@ var (
 		"UnavailableShardsException", "NoShardAvailableActionException",
 		"ClusterBlockException", "NodeNotConnectedException", "NodeDisconnectedException",
 		"CircuitBreakingException",
+		// A shard not started yet, e.g. for seconds after a restart, while
+		// other tables already answer (CrateDB 6.4: "no such shard"; see
+		// also isShardNotAvailable).
+		"ShardNotFoundException", "no such shard",
 	}
 )
 
@@ -53,7 +57,7 @@ func classify(ctx context.Context, what string, err error) error {
 		return &forecast.Error{Code: forecast.ECONFLICT, Message: msg + ": already exists", Err: err}
 	case isUnknownRelation(err):
 		return &forecast.Error{Code: forecast.ENOTFOUND, Message: msg + ": table missing; " + MigrateHint, Err: err}
-	case containsAny(err.Error(), unavailableMarks):
+	case containsAny(err.Error(), unavailableMarks), isShardNotAvailable(err.Error()):
 		return &forecast.Error{Code: forecast.EUNAVAILABLE, Message: msg + ": cluster unavailable", Err: err}
 	}
 	return &forecast.Error{Code: forecast.EINTERNAL, Message: msg + " failed", Err: err}
@@ -63,6 +67,13 @@ func classify(ctx context.Context, what string, err error) error {
 // that is already taken.
 func isDuplicate(err error) bool {
 	return sqlState(err) == "23505" || containsAny(err.Error(), duplicateMarks)
+}
+
+// isShardNotAvailable reports CrateDB's "[schema.table] shard 1 is not
+// available", sent while a table's shard recovers after a restart.
+func isShardNotAvailable(msg string) bool {
+	i := strings.Index(msg, "] shard ")
+	return i >= 0 && strings.Contains(msg[i:], " is not available")
 }
 
 func isUnknownRelation(err error) bool {

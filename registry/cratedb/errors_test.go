@@ -30,6 +30,8 @@ func TestClassify(t *testing.T) {
 		{"schema unknown", pgErr("XX000", "Schema 'mlflow' unknown"), forecast.ENOTFOUND, true},
 		{"SchemaUnknownException", pgErr("XX000", "SchemaUnknownException[Schema 'mlflow' unknown]"), forecast.ENOTFOUND, true},
 		{"shards unavailable", pgErr("XX000", "UnavailableShardsException[[model_versions][0] primary shard is not active]"), forecast.EUNAVAILABLE, false},
+		{"shard recovering after a restart", pgErr("XX000", "[doc.registered_model_aliases] shard 1 is not available"), forecast.EUNAVAILABLE, false},
+		{"shard not started after a restart", pgErr("XX000", "no such shard"), forecast.EUNAVAILABLE, false},
 		{"cluster block", pgErr("XX000", "ClusterBlockException[blocked by: [SERVICE_UNAVAILABLE/1/state not recovered]]"), forecast.EUNAVAILABLE, false},
 		{"connection", fmt.Errorf("%w: %w", ErrUnavailable, io.EOF), forecast.EUNAVAILABLE, false},
 		{"syntax error", pgErr("XX000", "SQLParseException[line 1:8: mismatched input]"), forecast.EINTERNAL, false},
