@@ -20,13 +20,23 @@ type result struct {
 	err     error
 }
 
-// openLoop sends rate requests/s (each on its own goroutine, so a slow
-// answer delays no later request) until stop returns true, and returns
-// every result.
+// openLoop sends rate schedule requests/s to the gateway at base (see
+// openLoopFunc) until stop returns true, and returns every result.
 func openLoop(hc *http.Client, base string, rate int, stop func() bool) []result {
+	return openLoopFunc(rate, stop, func(ctx context.Context) result {
+		t0 := time.Now()
+		r, err := schedule(ctx, hc, base)
+		return result{at: t0, latency: time.Since(t0), resp: r, err: err}
+	})
+}
+
+// openLoopFunc calls fn rate times a second, each call on its own
+// goroutine with a 5 s deadline (so a slow answer delays no later
+// request), until stop returns true, and returns every result.
+func openLoopFunc[R any](rate int, stop func() bool, fn func(context.Context) R) []R {
 	var (
 		mu  sync.Mutex
-		out []result
+		out []R
 		wg  sync.WaitGroup
 	)
 	tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -35,18 +45,14 @@ func openLoop(hc *http.Client, base string, rate int, stop func() bool) []result
 		if stop() {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			t0 := time.Now()
-			r, err := schedule(ctx, hc, base)
-			res := result{at: t0, latency: time.Since(t0), resp: r, err: err}
+			r := fn(ctx)
 			mu.Lock()
-			out = append(out, res)
+			out = append(out, r)
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	return out

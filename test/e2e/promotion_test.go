@@ -7,14 +7,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/carbongate/carbongate/models/serve/servetest"
+	"github.com/carbongate/carbongate/oip"
+	"github.com/carbongate/carbongate/oip/rest"
 	"github.com/carbongate/carbongate/test/services"
 )
 
@@ -46,19 +51,43 @@ func readyz(t *testing.T, base string) (int, string) {
 }
 
 // TestPromotionUnderLoad: the registry on a real PostgreSQL (MLflow's
-// tables, created by carbonctl registry migrate) with artifacts in
-// SeaweedFS. carbonctl registers two DE versions and promotes v1; the
-// gateway serves it. Under 200 schedule requests/s, `carbonctl promote
-// --version 2` (another process) switches DE to v2: no request fails,
-// every response is labelled v1 or v2 and never goes back, and the delay
-// from the promote command's exit to the first v2 answer is printed (goal:
-// under 2 s). Then the database is stopped mid-flight: the gateway keeps
-// serving v2 and /readyz says the registry is unreachable; it recovers
-// when the database is back.
+// tables, created by carbonctl registry migrate; aliases pushed by
+// LISTEN/NOTIFY), see promotionUnderLoad.
 func TestPromotionUnderLoad(t *testing.T) {
-	bin := services.GoBuild(t, "carbongate", "carbonctl")
 	pg := services.StartPrivatePostgres(t)
-	dbURL := pg.Database(t)
+	promotionUnderLoad(t, promotionDB{uri: pg.Database(t), stop: pg.Stop, start: pg.Start})
+}
+
+// TestPromotionUnderLoadCrateDB: the same on a real CrateDB, which cannot
+// notify: carbongate reads the alias table every --registry-poll.
+func TestPromotionUnderLoadCrateDB(t *testing.T) {
+	crate := services.StartPrivateCrateDB(t)
+	promotionUnderLoad(t, promotionDB{uri: crateRegistryURI(crate.Schema(t)), stop: crate.Stop, start: crate.Start})
+}
+
+// promotionDB is the registry database of promotionUnderLoad: its
+// --registry URI and how to stop it and start it again.
+type promotionDB struct {
+	uri         string
+	stop, start func(testing.TB)
+}
+
+// promotionUnderLoad: artifacts in SeaweedFS, the registry in db.
+// carbonctl registers three DE versions (the third with the first one's
+// files) and promotes v1; the gateway serves it, and carbonserve --model
+// models:/carbon-forecaster-DE@champion follows it through the gateway's
+// MLflow API. Under 200 schedule requests/s to the gateway and 200
+// inference requests/s to carbonserve, `carbonctl promote --version 2`
+// (another process) switches DE to v2; then the database is stopped
+// mid-flight (the gateway keeps serving v2 and /readyz says the registry
+// is unreachable) and started again (/readyz recovers), and `carbonctl
+// promote --version 3` switches to v3. No request fails, every answer is
+// labelled with a version that never goes back, and each promotion is
+// answered by both servers within 2 s of the promote command's exit (the
+// delays are printed).
+func promotionUnderLoad(t *testing.T, db promotionDB) {
+	const name = "carbon-forecaster-DE"
+	bin := services.GoBuild(t, "carbongate", "carbonctl", "carbonserve")
 	w := services.StartWeed(t)
 	bucket := w.Bucket(t)
 	env := []string{"AWS_ENDPOINT_URL=" + w.Endpoint, "AWS_ACCESS_KEY_ID=" + w.AccessKey,
@@ -69,12 +98,12 @@ func TestPromotionUnderLoad(t *testing.T) {
 		ctl(t, bin, env, "train", "--data", "bundled", "--until", until, "--signal", "lifecycle", "--zones", "DE",
 			"--out", filepath.Join(models, fmt.Sprint(i+1)))
 	}
-	ctl(t, bin, env, "registry", "migrate", "--registry", dbURL)
-	for i, alias := range []string{"champion", ""} {
-		args := []string{"register", "--registry", dbURL, "--zone", "DE", "--artifacts", "s3://" + bucket + "/registry",
-			"--model-dir", filepath.Join(models, fmt.Sprint(i+1), "lifecycle", "DE")}
-		if alias != "" {
-			args = append(args, "--alias", alias)
+	ctl(t, bin, env, "registry", "migrate", "--registry", db.uri)
+	for i, dir := range []string{"1", "2", "1"} {
+		args := []string{"register", "--registry", db.uri, "--zone", "DE", "--artifacts", "s3://" + bucket + "/registry",
+			"--model-dir", filepath.Join(models, dir, "lifecycle", "DE")}
+		if i == 0 {
+			args = append(args, "--alias", "champion")
 		}
 		out := ctl(t, bin, env, args...)
 		if !strings.Contains(out, fmt.Sprintf(`"version":"%d"`, i+1)) || !strings.Contains(out, `"source":"s3://`+bucket) {
@@ -88,89 +117,182 @@ func TestPromotionUnderLoad(t *testing.T) {
 		ArgsFor: func() []string {
 			p := services.FreePort(t)
 			base = fmt.Sprintf("http://127.0.0.1:%d", p)
-			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", p), "--registry", dbURL, "--registry-poll", "500ms",
+			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", p), "--registry", db.uri, "--registry-poll", "500ms",
 				"--registry-cache-dir", t.TempDir(), "--drain-delay", "0s", "--access-log=false",
 				"--artifact-sources", "s3://" + bucket + "/registry"}
 		},
 		Ready: func(ctx context.Context) error { return services.HTTPReady(base + "/readyz")(ctx) },
 	})
+	var restURL string
+	services.StartBinary(t, services.Binary{
+		Name: "carbonserve", Path: filepath.Join(bin, "carbonserve"),
+		Env: append([]string{"S3_ENDPOINT=" + w.Host, "S3_USE_HTTPS=0"}, env...),
+		ArgsFor: func() []string {
+			hp, gp := services.FreePort(t), services.FreePort(t)
+			restURL = fmt.Sprintf("http://127.0.0.1:%d", hp)
+			return []string{"--host", "127.0.0.1", "--http_port", fmt.Sprint(hp), "--grpc_port", fmt.Sprint(gp),
+				"--model", "models:/" + name + "@champion", "--registry-uri", base, "--registry-poll-interval", "500ms",
+				"--artifact-sources", "s3://" + bucket + "/registry", "--cache-dir", t.TempDir(), "--drain-delay", "0s"}
+		},
+		Ready: func(ctx context.Context) error { return services.OIPReady(restURL, "", name)(ctx) },
+	})
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(hc.CloseIdleConnections)
 	waitVersion(t, hc, base, "1", 10*time.Second)
+	infer := inferer(t, restURL, name)
 
 	var (
-		promotedAt atomic.Int64 // unix nanos when carbonctl promote returned
-		firstV2    time.Time
+		promotedAt = map[string]time.Time{} // version → when carbonctl promote returned
 		stop       atomic.Bool
 	)
-	loadDone := make(chan []result, 1)
+	gateDone, serveDone := make(chan []versioned, 1), make(chan []versioned, 1)
 	go func() {
-		loadDone <- openLoop(hc, base, 200, func() bool { return stop.Load() })
+		var out []versioned
+		for _, r := range openLoop(hc, base, 200, stop.Load) {
+			out = append(out, versioned{at: r.at, latency: r.latency, version: r.resp.Provenance["DE"].Version, err: r.err})
+		}
+		gateDone <- out
 	}()
-	time.Sleep(2 * time.Second)
-	out := ctl(t, bin, env, "promote", "--registry", dbURL, "--zone", "DE", "--version", "2")
-	promotedAt.Store(time.Now().UnixNano())
-	if !strings.Contains(out, "carbon-forecaster-DE@champion: version 1 -> 2") {
-		t.Fatalf("promote: %s", out)
+	go func() {
+		serveDone <- openLoopFunc(200, stop.Load, func(ctx context.Context) versioned {
+			t0 := time.Now()
+			v, err := infer(ctx)
+			return versioned{at: t0, latency: time.Since(t0), version: v, err: err}
+		})
+	}()
+	promote := func(from, version string) {
+		t.Helper()
+		out := ctl(t, bin, env, "promote", "--registry", db.uri, "--zone", "DE", "--version", version)
+		promotedAt[version] = time.Now()
+		if !strings.Contains(out, name+"@champion: version "+from+" -> "+version) {
+			t.Fatalf("promote: %s", out)
+		}
 	}
+	time.Sleep(2 * time.Second)
+	promote("1", "2")
+	time.Sleep(4 * time.Second)
+
+	// Database down mid-flight: v2 keeps serving; readyz says so.
+	down := time.Now()
+	db.stop(t)
+	waitReadyz(t, base, "registry unreachable", 15*time.Second)
+	time.Sleep(2 * time.Second)
+	restart := time.Now()
+	db.start(t)
+	waitReadyz(t, base, "ok: 1 models from the registry", 30*time.Second)
+	t.Logf("database down for %v (its restart took %v)", time.Since(down).Round(time.Millisecond), time.Since(restart).Round(time.Millisecond))
+	promote("2", "3")
 	time.Sleep(4 * time.Second)
 	stop.Store(true)
-	results := <-loadDone
 
+	for _, s := range []struct {
+		server  string
+		results []versioned
+	}{{"carbongate", <-gateDone}, {"carbonserve", <-serveDone}} {
+		checkPromotions(t, s.server, s.results, promotedAt)
+	}
+}
+
+// versioned is one request of the load: when it was sent, how long it
+// took, and the DE version that answered it.
+type versioned struct {
+	at      time.Time
+	latency time.Duration
+	version string
+	err     error
+}
+
+// inferer returns a function that sends one forecast request of the
+// model's shape to the carbonserve at restURL and returns the answering
+// model version.
+func inferer(t *testing.T, restURL, model string) func(context.Context) (string, error) {
+	t.Helper()
+	c, err := rest.NewClient(restURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	md, err := c.ModelMetadata(context.Background(), model, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, ok := md.Input(oip.InputHistory)
+	if !ok || len(hist.Shape) != 2 {
+		t.Fatalf("model metadata: no %s input of two dimensions: %+v", oip.InputHistory, md)
+	}
+	h, st := servetest.InputL(1, int(hist.Shape[1]))
+	req := &oip.InferenceRequest{ID: "promotion", Inputs: []oip.Tensor{
+		{Name: oip.InputHistory, Datatype: oip.FP32, Shape: []int64{1, hist.Shape[1]}, FP32: h},
+		{Name: oip.InputStart, Datatype: oip.INT64, Shape: []int64{1, 1}, INT64: st},
+	}}
+	return func(ctx context.Context) (string, error) {
+		resp, err := c.Infer(ctx, model, "", req)
+		if err != nil {
+			return "", err
+		}
+		return resp.ModelVersion, nil
+	}
+}
+
+// checkPromotions checks one server's answers: none failed, versions
+// never went back, and each promoted version was answered within 2 s of
+// its promotion (from carbonctl promote's exit to the end of the first
+// request that version answered).
+func checkPromotions(t *testing.T, server string, results []versioned, promotedAt map[string]time.Time) {
+	t.Helper()
+	first := map[string]time.Time{} // version → end of its first answer
 	var failed int
-	for _, res := range results {
-		switch v := res.resp.Provenance["DE"].Version; {
-		case res.err != nil:
-			failed++
-		case v != "1" && v != "2":
-			t.Fatalf("DE version %q: %+v", v, res.resp.Provenance["DE"])
-		case v == "2":
-			if end := res.at.Add(res.latency); firstV2.IsZero() || end.Before(firstV2) {
-				firstV2 = end
+	for _, r := range results {
+		if r.err != nil {
+			if failed++; failed <= 5 {
+				t.Errorf("%s: request sent at %s failed: %v", server, r.at.Format(time.StampMilli), r.err)
+			}
+			continue
+		}
+		if _, known := promotedAt[r.version]; !known && r.version != "1" {
+			t.Fatalf("%s: DE version %q", server, r.version)
+		}
+		if end := r.at.Add(r.latency); first[r.version].IsZero() || end.Before(first[r.version]) {
+			first[r.version] = end
+		}
+	}
+	// Once a version answered, no request sent later may get an older one.
+	for _, r := range results {
+		for v, at := range first {
+			if r.err == nil && r.version < v && r.at.After(at) {
+				t.Errorf("%s: a request sent %v after the first v%s answer got v%s", server, r.at.Sub(at), v, r.version)
+				return
 			}
 		}
 	}
-	// Once a response said v2, no request sent later may say v1.
-	for _, res := range results {
-		if res.err == nil && res.resp.Provenance["DE"].Version == "1" && !firstV2.IsZero() && res.at.After(firstV2) {
-			t.Errorf("a request sent %v after the first v2 answer got v1", res.at.Sub(firstV2))
+	var delays []string
+	for _, v := range slices.Sorted(maps.Keys(promotedAt)) {
+		if first[v].IsZero() {
+			t.Errorf("%s: v%s never answered in %d requests", server, v, len(results))
+			continue
+		}
+		delay := first[v].Sub(promotedAt[v])
+		delays = append(delays, fmt.Sprintf("v%s after %v", v, delay.Round(time.Millisecond)))
+		if delay > 2*time.Second {
+			t.Errorf("%s: promotion to v%s took %v to show, want < 2s", server, v, delay)
 		}
 	}
-	if failed > 0 {
-		t.Fatalf("%d of %d requests failed during the promotion", failed, len(results))
-	}
-	if firstV2.IsZero() {
-		t.Fatalf("v2 never served in %d requests", len(results))
-	}
-	delay := firstV2.Sub(time.Unix(0, promotedAt.Load()))
-	t.Logf("promotion visible after %v (from carbonctl promote's exit to the first v2 response); %d requests, 0 failed", delay.Round(time.Millisecond), len(results))
-	if delay > 2*time.Second {
-		t.Errorf("promotion took %v to show, want < 2s", delay)
-	}
+	t.Logf("%s: promotions visible: %s (from carbonctl promote's exit to the first answer); %d requests, %d failed",
+		server, strings.Join(delays, ", "), len(results), failed)
+}
 
-	// Database down mid-flight: v2 keeps serving; readyz says so.
-	pg.Stop(t)
-	deadline := time.Now().Add(15 * time.Second)
+// waitReadyz waits until the gateway's /readyz answers 200 with want in
+// its body.
+func waitReadyz(t *testing.T, base, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		code, body := readyz(t, base)
-		if code == 200 && strings.Contains(body, "registry unreachable") {
-			break
+		if code == 200 && strings.Contains(body, want) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("readyz %d %s: want 200 noting the unreachable registry", code, body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	waitVersion(t, hc, base, "2", time.Second)
-	pg.Start(t)
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		code, body := readyz(t, base)
-		if code == 200 && strings.Contains(body, "ok: 1 models from the registry") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz %d %s after the database came back", code, body)
+			t.Fatalf("readyz %d %s after %v: want 200 with %q", code, body, within, want)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
