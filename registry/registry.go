@@ -15,6 +15,8 @@ package registry
 import (
 	"context"
 	"time"
+
+	"github.com/carbongate/carbongate/forecast"
 )
 
 // Tag is a key/value pair on a registered model or a model version.
@@ -210,6 +212,12 @@ type Store interface {
 type Notifier interface {
 	WatchAliases(ctx context.Context) (<-chan struct{}, error)
 }
+
+// ErrCannotNotify is the ENOTFOUND of a WatchAliases whose store can
+// never notify (a wrapper over a backend without notifications, such as
+// CrateDB, which has no LISTEN/NOTIFY): the caller polls and need not ask
+// again.
+var ErrCannotNotify = forecast.Errorf(forecast.ENOTFOUND, "the registry backend cannot notify")
 
 // Options are shared by every Store constructor.
 type Options struct {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -42,8 +41,8 @@ func (l *Store) get() (registry.Store, error) { return l.conn.Get() }
 // Close stops the attempts and closes the backend if it was opened.
 func (l *Store) Close() error { return l.conn.Close() }
 
-// WatchAliases delegates when the backend is a Notifier; ENOTFOUND
-// otherwise (the watcher then polls).
+// WatchAliases delegates when the backend is a Notifier;
+// registry.ErrCannotNotify otherwise (the watcher then polls).
 func (l *Store) WatchAliases(ctx context.Context) (<-chan struct{}, error) {
 	s, err := l.get()
 	if err != nil {
@@ -51,7 +50,7 @@ func (l *Store) WatchAliases(ctx context.Context) (<-chan struct{}, error) {
 	}
 	n, ok := s.(registry.Notifier)
 	if !ok {
-		return nil, forecast.Errorf(forecast.ENOTFOUND, "the registry backend cannot notify")
+		return nil, registry.ErrCannotNotify
 	}
 	return n.WatchAliases(ctx)
 }

@@ -9,12 +9,15 @@
 // notification and polls only as a safety net, every 10 × Interval; when
 // the store cannot notify (ENOTFOUND, e.g. the trigger is not installed) or
 // the notification channel closes, it polls every Interval and tries the
-// notifier again every 10 × Interval.
+// notifier again every 10 × Interval. A store that can never notify
+// (registry.ErrCannotNotify: CrateDB, which has no LISTEN/NOTIFY) is
+// polled every Interval and not asked again.
 package watch
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"time"
@@ -126,6 +129,12 @@ type run struct {
 func (r *run) subscribe(ctx context.Context) {
 	sub, cancel := context.WithCancel(ctx)
 	ch, err := r.notifier.WatchAliases(sub)
+	if errors.Is(err, registry.ErrCannotNotify) {
+		cancel()
+		r.notifier = nil
+		r.cfg.Logger.Info("registry cannot notify alias changes; polling", "interval", r.cfg.Interval)
+		return
+	}
 	if err != nil {
 		cancel()
 		r.retryAt = time.Now().Add(r.slow())

@@ -224,6 +224,27 @@ func TestNotifierMissing(t *testing.T) {
 	eventually(t, "the fallback is logged", func() bool { return strings.Contains(logs.String(), "trigger not installed") })
 }
 
+func TestNotifierNever(t *testing.T) {
+	t.Parallel()
+	s := &notifyingStore{pollingStore: &pollingStore{Store: newStore(t)}}
+	s.answer = func(context.Context, int32) (<-chan struct{}, error) { return nil, registry.ErrCannotNotify }
+	logs := &syncBuffer{}
+	calls := start(t, watch.New(s, watch.Config{Interval: 5 * time.Millisecond, Logger: logger(logs)}))
+	want(t, calls)
+	setAlias(t, s, "champion", 1) // found by polling
+	want(t, calls, target("champion", 1))
+	time.Sleep(quiet) // 30 intervals, 3 notifier retry periods
+	if n := s.watches.Load(); n != 1 {
+		t.Fatalf("WatchAliases called %d times by a store that can never notify, want 1", n)
+	}
+	if reads := s.reads.Load(); reads < 10 {
+		t.Fatalf("%d reads in 30 intervals, want polling every interval", reads)
+	}
+	if n := strings.Count(logs.String(), "cannot notify"); n != 1 {
+		t.Fatalf("the fallback logged %d times, want once:\n%s", n, logs)
+	}
+}
+
 func TestNotifierCloses(t *testing.T) {
 	t.Parallel()
 	first := make(chan struct{})
