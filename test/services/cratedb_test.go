@@ -63,3 +63,39 @@ func TestCrateDBShared(t *testing.T) {
 		}
 	}
 }
+
+// TestCrateDBPrivateRestart: a private server can be stopped (clients are
+// refused) and started again on the same ports with its rows, every table
+// green when Start returns.
+func TestCrateDBPrivateRestart(t *testing.T) {
+	crate := services.StartPrivateCrateDB(t)
+	if crate == services.StartCrateDB(t) {
+		t.Fatalf("StartPrivateCrateDB returned the shared server")
+	}
+	url := crate.Schema(t)
+	ctx := context.Background()
+	c := pgConnect(t, url)
+	for _, sql := range []string{"CREATE TABLE kept (x int)", "INSERT INTO kept VALUES (42)", "REFRESH TABLE kept"} {
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	psql, http := crate.PSQLPort, crate.HTTPPort
+
+	crate.Stop(t)
+	if crate.Running() {
+		t.Fatalf("Running after Stop")
+	}
+	if _, err := c.Exec(ctx, "SELECT 1"); err == nil {
+		t.Fatalf("query on a stopped server succeeded")
+	}
+
+	crate.Start(t)
+	if !crate.Running() || crate.PSQLPort != psql || crate.HTTPPort != http {
+		t.Fatalf("after Start: running=%v ports %d/%d, want true %d/%d", crate.Running(), crate.PSQLPort, crate.HTTPPort, psql, http)
+	}
+	// No retry: Start waited for the table's shards.
+	if got := pgQueryString(t, pgConnect(t, url), "SELECT x::text FROM kept"); got != "42" {
+		t.Fatalf("after restart: x=%s, want 42", got)
+	}
+}
