@@ -1,7 +1,8 @@
 // Package daemon is the process skeleton shared by carbongate's servers
 // (carbongate, carbonserve): parse flags, run until SIGINT/SIGTERM or until
 // the server stops on its own, then drain and close, with the exit codes
-// 0 (clean or -h), 1 (failure) and 2 (usage).
+// 0 (clean or -h, the help on stdout), 1 (failure) and 2 (usage: a flag,
+// its CARBONGATE_* variable or an argument; package cli).
 package daemon
 
 import (
@@ -15,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/cmd/internal/version"
 )
 
@@ -37,11 +39,11 @@ func Main(name string, p Program, args []string, stderr io.Writer, logger func()
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %s\n", name, cli.Message(err))
 		return 2
 	}
 	if err := p.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %s\n", name, cli.Message(err))
 		return 1
 	}
 	code := 0
