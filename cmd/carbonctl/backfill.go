@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
 	"github.com/carbongate/carbongate/forecast/store"
@@ -22,11 +23,11 @@ import (
 	"github.com/carbongate/carbongate/registry/s3"
 )
 
-// Environment variables the backfill reads (a Kubernetes Job sets them from
-// a Secret, so no credential is on the command line).
-const (
-	envStore    = "CARBONGATE_STORE"
-	envRegistry = "CARBONGATE_REGISTRY"
+// Environment variables of --store and --registry (a Kubernetes Job sets
+// them from a Secret, so no credential is on the command line).
+var (
+	envStore    = cli.EnvName("store")
+	envRegistry = cli.EnvName("registry")
 )
 
 // backfillOpts are the flags of carbonctl backfill; deploy render --backfill
@@ -47,8 +48,8 @@ type backfillOpts struct {
 	migrate               bool
 }
 
-// register declares the flags on fs, with defaults from getenv.
-func (o *backfillOpts) register(fs *flag.FlagSet, getenv func(string) string) {
+// register declares the flags on fs.
+func (o *backfillOpts) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.zones, "zones", "", "comma-separated zone ids (required)")
 	fs.StringVar(&o.from, "from", "", "first issue time: YYYY-MM-DD, RFC 3339 on the hour, or now/today minus whole hours, e.g. today-24h (required)")
 	fs.StringVar(&o.to, "to", "", "last issue time, inclusive: like --from (required)")
@@ -57,10 +58,10 @@ func (o *backfillOpts) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&o.model, "model", "models:/carbon-forecaster-{zone}@champion", "registered model `URI` ({zone} is replaced by each zone); with --endpoint, names the OIP model")
 	fs.StringVar(&o.models, "models", "", "models `dir` written by carbonctl train, run in process (instead of the registry)")
 	fs.StringVar(&o.endpoint, "endpoint", "", "OIP server `URL` to call instead of loading models: http(s)://host:port (REST) or grpc://host:port; {zone} allowed")
-	fs.StringVar(&o.registry, "registry", firstEnv(getenv, envRegistry, "MLFLOW_TRACKING_URI"), "model registry of --model: postgres://, crate://, http(s):// or a file (default $CARBONGATE_REGISTRY, then $MLFLOW_TRACKING_URI; token from $MLFLOW_TRACKING_TOKEN)")
+	fs.StringVar(&o.registry, "registry", "", "model registry of --model: postgres://, crate://, http(s):// or a file (default $CARBONGATE_REGISTRY, then $MLFLOW_TRACKING_URI; token from $MLFLOW_TRACKING_TOKEN)")
 	fs.StringVar(&o.artifactsDestination, "artifacts-destination", "", "where mlflow-artifacts:/ locations live (the MLflow server's --artifacts-destination); versions are fetched from under it")
 	o.fetch.Flags(fs)
-	fs.StringVar(&o.store, "store", getenv(envStore), "forecast store `URL`: postgres:// or crate:// (default $CARBONGATE_STORE)")
+	fs.StringVar(&o.store, "store", "", "forecast store `URL`: postgres:// or crate://")
 	fs.StringVar(&o.data, "data", "", "history from a data `dir` or bundled (default: the store's observed signals)")
 	fs.StringVar(&o.signal, "signal", string(forecast.SignalLifecycle), "signal: direct or lifecycle")
 	fs.StringVar(&o.job, "job", "", "checkpoint key (default: a hash of model, signal, zones, range, step, horizon and shard)")
@@ -73,15 +74,6 @@ func (o *backfillOpts) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "deadline of one model call")
 	fs.DurationVar(&o.interval, "progress-interval", 5*time.Second, "time between progress lines when stderr is not a terminal")
 	fs.BoolVar(&o.migrate, "migrate", true, "create the store's tables when absent")
-}
-
-func firstEnv(getenv func(string) string, names ...string) string {
-	for _, n := range names {
-		if v := getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // plan checks the flags that shape the plan and returns it.
@@ -152,10 +144,13 @@ func backfillFlag(field string) string {
 // range and writes them into the forecast store.
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o backfillOpts
-	fs := newFlags("backfill", stderr)
-	o.register(fs, os.Getenv)
+	fs := newFlags("backfill", stdout)
+	o.register(fs.FlagSet)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.registry == "" {
+		o.registry = os.Getenv("MLFLOW_TRACKING_URI")
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

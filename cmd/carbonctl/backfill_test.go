@@ -131,7 +131,7 @@ func parseBackfillOpts(t *testing.T, args []string) backfillOpts {
 	var o backfillOpts
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	o.register(fs, func(string) string { return "" })
+	o.register(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parse %v: %v", args, err)
 	}

@@ -6,16 +6,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 )
 
 // DefaultURL is the carbongate the client commands ask unless told
@@ -24,7 +24,7 @@ const DefaultURL = "http://localhost:8080"
 
 // exitDefer is the exit code of schedule --run-now-below when the job
 // should not run now: waiting or moving it saves at least that much.
-const exitDefer = 3
+const exitDefer = cli.ExitDeclined
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
@@ -35,7 +35,7 @@ type clientFlags struct {
 
 // parseClient adds the shared flags to fs, whose own flags are defined,
 // parses args and checks them; positional arguments are a usage error.
-func parseClient(fs *flag.FlagSet, args []string) (*clientFlags, error) {
+func parseClient(fs *cli.FlagSet, args []string) (*clientFlags, error) {
 	c := &clientFlags{}
 	c.add(fs)
 	if err := fs.Parse(args); err != nil {
@@ -50,12 +50,8 @@ func parseClient(fs *flag.FlagSet, args []string) (*clientFlags, error) {
 	return c, nil
 }
 
-func (c *clientFlags) add(fs *flag.FlagSet) {
-	def := DefaultURL
-	if v := os.Getenv("CARBONGATE_URL"); v != "" {
-		def = v
-	}
-	fs.StringVar(&c.url, "url", def, "carbongate's base URL (default $CARBONGATE_URL or "+DefaultURL+")")
+func (c *clientFlags) add(fs *cli.FlagSet) {
+	fs.StringVar(&c.url, "url", DefaultURL, "carbongate's base URL")
 	fs.StringVar(&c.output, "output", "table", "table (for people) or json (carbongate's answer as it came)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound of the request")
 }
@@ -146,7 +142,7 @@ func (p placementJSON) where() string {
 // best window saves less than PCT % over running now (run now), 3 when it
 // saves at least that much (defer: run at the decision instead).
 func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("schedule", stderr)
+	fs := newFlags("schedule", stdout)
 	zones := fs.String("zones", "", "candidate zones, comma-separated (DE,SE,PL)")
 	locations := fs.String("locations", "", "candidate cloud regions, comma-separated provider:region (aws:eu-west-1,azure:westeurope)")
 	duration := fs.String("duration", "", "the job's duration: 3h, 90m or PT3H (required)")
@@ -300,14 +296,14 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--run-now-below: carbongate gave no run-now baseline to compare with")
 	}
 	if *d.SavingsPct >= *runNowBelow {
-		return exitCode{exitDefer, fmt.Sprintf("defer: waiting or moving saves %.1f%%, at least %g%%; run at %s in %s", *d.SavingsPct, *runNowBelow, d.Decision.Start.Format(time.RFC3339), d.Decision.where())}
+		return cli.ExitError{Code: exitDefer, Msg: fmt.Sprintf("defer: waiting or moving saves %.1f%%, at least %g%%; run at %s in %s", *d.SavingsPct, *runNowBelow, d.Decision.Start.Format(time.RFC3339), d.Decision.where())}
 	}
 	return nil
 }
 
 // runForecast prints carbongate's GET /v1/forecast of a zone.
 func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("forecast", stderr)
+	fs := newFlags("forecast", stdout)
 	zone := fs.String("zone", "", "the zone (required), e.g. DE")
 	signal := fs.String("signal", "", "lifecycle (default) or direct")
 	c, err := parseClient(fs, args)
@@ -365,11 +361,3 @@ func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	return tw.Flush()
 }
-
-// exitCode is a result that is not a failure but exits with code.
-type exitCode struct {
-	code int
-	msg  string
-}
-
-func (e exitCode) Error() string { return e.msg }

@@ -18,9 +18,13 @@ import (
 // runDeploy dispatches the deploy subcommands. Today: render.
 func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n       carbonctl deploy render --backfill --shards N --image IMAGE [backfill flags]\n       carbonctl deploy render --webhook --ca-bundle ca.crt [--url URL] [--failure-policy Ignore]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout,\n             with --backfill a Kubernetes Indexed Job sharding carbonctl backfill, or with\n             --webhook the MutatingWebhookConfiguration of carbongate's admission webhook")
+		w := stdout
 		if len(args) == 0 {
-			return usagef("deploy: a subcommand is required")
+			w = stderr
+		}
+		fmt.Fprintln(w, "usage: carbonctl deploy render --zones DE,SE --storage-uri s3://bucket/prefix [flags]\n       carbonctl deploy render --backfill --shards N --image IMAGE [backfill flags]\n       carbonctl deploy render --webhook --ca-bundle ca.crt [--url URL] [--failure-policy Ignore]\n\nsubcommands:\n  render     write KServe manifests (ServingRuntime + InferenceServices) for carbonserve to stdout,\n             with --backfill a Kubernetes Indexed Job sharding carbonctl backfill, or with\n             --webhook the MutatingWebhookConfiguration of carbongate's admission webhook\n\nRun 'carbonctl deploy render -h' (with --backfill or --webhook) for the flags.")
+		if len(args) == 0 {
+			return usagef("a subcommand is required")
 		}
 		return nil
 	}
@@ -30,7 +34,7 @@ func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rest, hook := cutBoolFlag(rest, "webhook")
 		switch {
 		case backfill && hook:
-			return usagef("deploy render: --backfill and --webhook render different things; give one")
+			return usagef("--backfill and --webhook render different things; give one")
 		case backfill:
 			return runDeployRenderBackfill(rest, stdout, stderr)
 		case hook:
@@ -38,7 +42,7 @@ func runDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return runDeployRender(ctx, args[1:], stdout, stderr)
 	}
-	return usagef("deploy: unknown subcommand %q (want render)", args[0])
+	return usagef("unknown subcommand %q (want render)", args[0])
 }
 
 // deployFlags maps kserve.RenderConfig fields, as *forecast.Error names
@@ -63,7 +67,7 @@ var deployFlags = map[string]string{
 // runDeployRender writes the manifests for carbonserve under KServe to
 // stdout as multi-document YAML, ready for kubectl apply -f -.
 func runDeployRender(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("deploy render", stderr)
+	fs := newFlags("deploy render", stdout)
 	zones := fs.String("zones", "", "comma-separated zone ids: one InferenceService each (required)")
 	storage := fs.String("storage-uri", "", "model store prefix `uri` (s3://, gs:// or pvc://) holding <signal>/<ZONE>/ and <signal>/generic/ as written by train (required)")
 	signal := fs.String("signal", string(forecast.SignalLifecycle), "signal of the models: lifecycle or direct")
@@ -85,25 +89,25 @@ func runDeployRender(_ context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("deploy render: unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *zones == "" || *storage == "" {
-		return usagef("deploy render: --zones and --storage-uri are required")
+		return usagef("--zones and --storage-uri are required")
 	}
 	zs, err := parseZones(*zones)
 	if err != nil {
-		return usagef("deploy render: --zones: %s", forecast.ErrorMessage(err))
+		return usagef("--zones: %s", forecast.ErrorMessage(err))
 	}
 	sig, err := parseSignal(*signal)
 	if err != nil {
-		return usagef("deploy render: --signal: %v", err)
+		return usagef("--signal: %v", err)
 	}
 	const maxInt32 = 1<<31 - 1
 	if *minReplicas < -1 || *minReplicas > maxInt32 {
-		return usagef("deploy render: --min-replicas: %d is out of range", *minReplicas)
+		return usagef("--min-replicas: %d is out of range", *minReplicas)
 	}
 	if *maxReplicas < 0 || *maxReplicas > maxInt32 {
-		return usagef("deploy render: --max-replicas: %d is out of range", *maxReplicas)
+		return usagef("--max-replicas: %d is out of range", *maxReplicas)
 	}
 	cfg := kserve.RenderConfig{
 		Zones:          zs,
@@ -130,7 +134,7 @@ func runDeployRender(_ context.Context, args []string, stdout, stderr io.Writer)
 			if flag == "" {
 				flag = forecast.ErrorField(err)
 			}
-			return usagef("deploy render: %s: %s", flag, forecast.ErrorMessage(err))
+			return usagef("%s: %s", flag, forecast.ErrorMessage(err))
 		}
 		return err
 	}
@@ -165,7 +169,7 @@ var webhookFlags = map[string]string{
 // runDeployRenderWebhook writes deploy/webhook's MutatingWebhookConfiguration
 // with its caBundle filled from --ca-bundle, ready for kubectl apply -f -.
 func runDeployRenderWebhook(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("deploy render --webhook", stderr)
+	fs := newFlags("deploy render --webhook", stdout)
 	caFile := fs.String("ca-bundle", "", "PEM `file` of the CA certificate(s) that signed carbongate's serving certificate (required)")
 	url := fs.String("url", "", "call the webhook at this https `URL` instead of the carbongate Service (a webhook outside the cluster)")
 	policy := fs.String("failure-policy", "", "what the API server does when the webhook cannot be reached: Fail (the file's default) or Ignore")
@@ -173,19 +177,19 @@ func runDeployRenderWebhook(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("deploy render --webhook: unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *caFile == "" {
-		return usagef("deploy render --webhook: --ca-bundle is required")
+		return usagef("--ca-bundle is required")
 	}
 	ca, err := os.ReadFile(*caFile)
 	if err != nil {
-		return usagef("deploy render --webhook: --ca-bundle: %v", err)
+		return usagef("--ca-bundle: %v", err)
 	}
 	out, err := webhook.Render(webhook.Config{CABundle: ca, URL: *url, FailurePolicy: *policy})
 	if err != nil {
 		if forecast.ErrorCode(err) == forecast.EINVALID {
-			return usagef("deploy render --webhook: %s: %s", webhookFlags[forecast.ErrorField(err)], forecast.ErrorMessage(err))
+			return usagef("%s: %s", webhookFlags[forecast.ErrorField(err)], forecast.ErrorMessage(err))
 		}
 		return err
 	}
@@ -214,8 +218,15 @@ var backfillJobFlags = map[string]string{
 // store URL and registry credentials come from --secret.
 func runDeployRenderBackfill(args []string, stdout, stderr io.Writer) error {
 	var o backfillOpts
-	fs := newFlags("deploy render --backfill", stderr)
-	o.register(fs, func(string) string { return "" })
+	fs := newFlags("deploy render --backfill", stdout)
+	o.register(fs.FlagSet)
+	// --store and --registry come from the Job's Secret, not from here.
+	fs.Getenv = func(k string) string {
+		if k == envStore || k == envRegistry {
+			return ""
+		}
+		return os.Getenv(k)
+	}
 	name := fs.String("name", kubejob.DefaultName, "Job name")
 	namespace := fs.String("namespace", "", "metadata.namespace (default: none, kubectl's current namespace)")
 	image := fs.String("image", "", "container `image` holding carbonctl (required)")
@@ -230,17 +241,17 @@ func runDeployRenderBackfill(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("deploy render --backfill: unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	passed, err := backfillJobArgs(fs, time.Now())
+	passed, err := backfillJobArgs(fs.FlagSet, time.Now())
 	if err != nil {
 		return err
 	}
 	if _, _, err := o.plan(); err != nil {
-		return usagef("deploy render --backfill: %v", err)
+		return usagef("%v", err)
 	}
 	if *backoff < 0 || *backoff > 1<<31-1 {
-		return usagef("deploy render --backfill: --backoff-limit-per-index: %d is out of range", *backoff)
+		return usagef("--backoff-limit-per-index: %d is out of range", *backoff)
 	}
 	out, err := kubejob.Render(kubejob.Config{
 		Name: *name, Namespace: *namespace, Image: *image, Shards: o.shards, Args: passed, Secret: *secret,
@@ -253,7 +264,7 @@ func runDeployRenderBackfill(args []string, stdout, stderr io.Writer) error {
 			if flag == "" {
 				flag = forecast.ErrorField(err)
 			}
-			return usagef("deploy render --backfill: %s: %s", flag, forecast.ErrorMessage(err))
+			return usagef("%s: %s", flag, forecast.ErrorMessage(err))
 		}
 		return err
 	}
@@ -280,12 +291,12 @@ func backfillJobArgs(fs *flag.FlagSet, now time.Time) ([]string, error) {
 		switch {
 		case err != nil, jobOnlyFlags[f.Name]:
 		case f.Name == "store" || f.Name == "registry":
-			err = usagef("deploy render --backfill: --%s is not rendered into the manifest: put it in the Secret (keys %s, %s)", f.Name, kubejob.KeyStore, kubejob.KeyRegistry)
+			err = usagef("--%s is not rendered into the manifest: put it in the Secret (keys %s, %s)", f.Name, kubejob.KeyStore, kubejob.KeyRegistry)
 		case f.Name == "from" || f.Name == "to":
 			v := f.Value.String()
 			t, perr := parseWhen(v, now)
 			if perr != nil {
-				err = usagef("deploy render --backfill: --%s: %v", f.Name, perr)
+				err = usagef("--%s: %v", f.Name, perr)
 				return
 			}
 			if strings.HasPrefix(v, "now") || strings.HasPrefix(v, "today") {

@@ -91,7 +91,10 @@ func TestDeployRenderErrors(t *testing.T) {
 			if code != tt.code {
 				t.Errorf("exit=%d, want %d; stderr:\n%s", code, tt.code, stderr)
 			}
-			if !strings.Contains(stderr, tt.want) {
+			if tt.code == 0 && !strings.Contains(out, tt.want) {
+				t.Errorf("help: stdout lacks %q:\n%s", tt.want, out)
+			}
+			if tt.code != 0 && !strings.Contains(stderr, tt.want) {
 				t.Errorf("stderr lacks %q:\n%s", tt.want, stderr)
 			}
 			if tt.code != 0 && out != "" {

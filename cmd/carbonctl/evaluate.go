@@ -44,7 +44,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "first issue day, YYYY-MM-DD (in-process: forecasts issued at 00:00 UTC)")
 	fs.StringVar(&f.to, "to", "", "last issue day, YYYY-MM-DD, inclusive")
 	fs.StringVar(&f.signal, "signal", "", "signal: direct or lifecycle (with --store: default every stored signal)")
-	fs.StringVar(&f.format, "format", "table", "output format: table or json")
+	fs.StringVar(&f.format, "output", "table", "output format: table or json")
 	fs.StringVar(&f.zones, "zones", "", "comma-separated zone ids (default: every zone)")
 	fs.StringVar(&f.model, "model", "", "with --store: model name, or a prefix ending in * (e.g. carbon-forecaster-*)")
 	fs.StringVar(&f.versions, "versions", "", "with --store: comma-separated model versions (e.g. 3,4)")
@@ -67,24 +67,25 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func evaluateWith(ctx context.Context, args []string, stdout, stderr io.Writer, open openStoreFunc) error {
-	fs := newFlags("evaluate", stderr)
+	fs := newFlags("evaluate", stdout)
 	var f evalFlags
-	f.register(fs)
+	f.register(fs.FlagSet)
+	fs.Alias("format", "output")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("evaluate: unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if f.format != "table" && f.format != "json" {
-		return usagef("evaluate: --format %q is not one of table, json", f.format)
+		return usagef("--output %q is not one of table, json", f.format)
 	}
 	if f.week != "" && f.plots == "" {
-		return usagef("evaluate: --week needs --plots")
+		return usagef("--week needs --plots")
 	}
 	size, err := parseSize(f.plotSize)
 	if err != nil {
-		return usagef("evaluate: --plot-size: %v", err)
+		return usagef("--plot-size: %v", err)
 	}
 	if f.store == "" {
 		return evaluateLocal(ctx, f, size, stdout, stderr)
@@ -95,14 +96,14 @@ func evaluateWith(ctx context.Context, args []string, stdout, stderr io.Writer, 
 // evaluateStore scores the forecasts of --store.
 func evaluateStore(ctx context.Context, f evalFlags, size plot.Size, open openStoreFunc, stdout, stderr io.Writer) error {
 	if f.models != "" {
-		return usagef("evaluate: --models is for the in-process mode: drop it or --store")
+		return usagef("--models is for the in-process mode: drop it or --store")
 	}
 	sel, err := f.selection()
 	if err != nil {
 		return err
 	}
 	if _, _, err := connect.Parse(f.store); err != nil {
-		return usagef("evaluate: --store: %s", forecast.ErrorMessage(err))
+		return usagef("--store: %s", forecast.ErrorMessage(err))
 	}
 	ctx, cancel := context.WithTimeout(ctx, evaluateTimeout)
 	defer cancel()
@@ -148,16 +149,16 @@ func evaluateStore(ctx context.Context, f evalFlags, size plot.Size, open openSt
 func (f evalFlags) selection() (evaluate.Selection, error) {
 	sel := evaluate.Selection{LeadDays: f.leadDays}
 	if f.leadDays < 1 || f.leadDays > 30 {
-		return sel, usagef("evaluate: --lead-days %d is not between 1 and 30", f.leadDays)
+		return sel, usagef("--lead-days %d is not between 1 and 30", f.leadDays)
 	}
 	zs, err := parseZones(f.zones)
 	if err != nil {
-		return sel, usagef("evaluate: --zones: %v", err)
+		return sel, usagef("--zones: %v", err)
 	}
 	sel.Query.Zones = zs
 	if f.signal != "" {
 		if sel.Query.Signal, err = parseSignal(f.signal); err != nil {
-			return sel, usagef("evaluate: --signal: %v", err)
+			return sel, usagef("--signal: %v", err)
 		}
 	}
 	if prefix, ok := strings.CutSuffix(f.model, "*"); ok {
@@ -173,19 +174,19 @@ func (f evalFlags) selection() (evaluate.Selection, error) {
 	if f.from != "" {
 		d, err := parseDay(f.from)
 		if err != nil {
-			return sel, usagef("evaluate: --from: %v", err)
+			return sel, usagef("--from: %v", err)
 		}
 		sel.Query.IssuedFrom = d
 	}
 	if f.to != "" {
 		d, err := parseDay(f.to)
 		if err != nil {
-			return sel, usagef("evaluate: --to: %v", err)
+			return sel, usagef("--to: %v", err)
 		}
 		sel.Query.IssuedTo = d.AddDate(0, 0, 1)
 	}
 	if !sel.Query.IssuedFrom.IsZero() && !sel.Query.IssuedTo.IsZero() && !sel.Query.IssuedFrom.Before(sel.Query.IssuedTo) {
-		return sel, usagef("evaluate: --to %s is before --from %s", f.to, f.from)
+		return sel, usagef("--to %s is before --from %s", f.to, f.from)
 	}
 	return sel, nil
 }
@@ -228,7 +229,7 @@ func writePlots(ctx context.Context, f evalFlags, size plot.Size, set *evaluate.
 	if f.week != "" {
 		d, err := parseDay(f.week)
 		if err != nil {
-			return usagef("evaluate: --week: %v", err)
+			return usagef("--week: %v", err)
 		}
 		week = d
 	} else {
@@ -271,29 +272,29 @@ func tableObservations(tables map[forecast.Zone]*dataset.Table) evaluate.SeriesF
 // into memory to draw them.
 func evaluateLocal(ctx context.Context, f evalFlags, size plot.Size, stdout, stderr io.Writer) error {
 	if f.data == "" || f.models == "" || f.from == "" || f.to == "" || f.signal == "" {
-		return usagef("evaluate: --data, --models, --from, --to and --signal are required (or --store)")
+		return usagef("--data, --models, --from, --to and --signal are required (or --store)")
 	}
 	if f.model != "" || f.versions != "" {
-		return usagef("evaluate: --model and --versions select stored forecasts: they need --store")
+		return usagef("--model and --versions select stored forecasts: they need --store")
 	}
 	d1, err := parseTime(f.from)
 	if err != nil {
-		return usagef("evaluate: --from: %v", err)
+		return usagef("--from: %v", err)
 	}
 	d2, err := parseTime(f.to)
 	if err != nil {
-		return usagef("evaluate: --to: %v", err)
+		return usagef("--to: %v", err)
 	}
 	if d2.Before(d1) {
-		return usagef("evaluate: --to %s is before --from %s", f.to, f.from)
+		return usagef("--to %s is before --from %s", f.to, f.from)
 	}
 	sig, err := parseSignal(f.signal)
 	if err != nil {
-		return usagef("evaluate: --signal: %v", err)
+		return usagef("--signal: %v", err)
 	}
 	zs, err := parseZones(f.zones)
 	if err != nil {
-		return usagef("evaluate: --zones: %v", err)
+		return usagef("--zones: %v", err)
 	}
 	tables, err := loadData(f.data, stderr)
 	if err != nil {

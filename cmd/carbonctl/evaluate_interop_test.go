@@ -58,7 +58,7 @@ func TestEvaluatePromotePostgres(t *testing.T) {
 	}
 
 	plots := filepath.Join(t.TempDir(), "plots")
-	code, out, errOut := run("evaluate", "--store", url, "--model", "carbon-forecaster-*", "--format", "json", "--plots", plots, "--week", "2021-03-06")
+	code, out, errOut := run("evaluate", "--store", url, "--model", "carbon-forecaster-*", "--output", "json", "--plots", plots, "--week", "2021-03-06")
 	if code != 0 {
 		t.Fatalf("evaluate: exit %d: %s", code, errOut)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"image/png"
 	"math"
 	"os"
@@ -78,13 +79,10 @@ func backfillDE(t *testing.T, m store.Forecasts, model, version string, first, l
 func runWith(fn func(context.Context, []string, *bytes.Buffer, *bytes.Buffer) error, args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	err := fn(context.Background(), args, &o, &e)
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0, o.String(), e.String()
-	case isUsage(err):
-		return 2, o.String(), e.String() + err.Error()
 	}
-	return 1, o.String(), e.String() + err.Error()
+	return cli.ExitCode(err), o.String(), e.String() + err.Error()
 }
 
 func evaluateMem(m *store.Memory) func(context.Context, []string, *bytes.Buffer, *bytes.Buffer) error {
@@ -103,7 +101,7 @@ func TestEvaluateStore(t *testing.T) {
 	backfillDE(t, m, "other", "1", 0, 10, 0.5, 0)
 	const url = "postgres://localhost/unused"
 
-	code, out, errOut := runWith(evaluateMem(m), "--store", url, "--model", "carbon-forecaster-*", "--format", "json")
+	code, out, errOut := runWith(evaluateMem(m), "--store", url, "--model", "carbon-forecaster-*", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -184,7 +182,7 @@ func TestEvaluateStoreData(t *testing.T) {
 	m := store.NewMemory()
 	backfillDE(t, m, "carbon-forecaster-DE", "1", 0, 3, 0.1, 0)
 	data := writeData(t, 10, "DE") // 2020: no observation of 2021
-	code, out, errOut := runWith(evaluateMem(m), "--store", "postgres://x/y", "--data", data, "--format", "json")
+	code, out, errOut := runWith(evaluateMem(m), "--store", "postgres://x/y", "--data", data, "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -213,7 +211,8 @@ func TestEvaluateStoreErrors(t *testing.T) {
 		{"reversed days", []string{"--store", url, "--from", "2021-03-05", "--to", "2021-03-01"}, 2, "--to"},
 		{"bad lead days", []string{"--store", url, "--lead-days", "0"}, 2, "--lead-days"},
 		{"bad signal", []string{"--store", url, "--signal", "marginal"}, 2, "--signal"},
-		{"bad format", []string{"--store", url, "--format", "xml"}, 2, "--format"},
+		{"bad format", []string{"--store", url, "--output", "xml"}, 2, "--output"},
+		{"bad format, old name", []string{"--store", url, "--format", "xml"}, 2, "--output"},
 		{"no match", []string{"--store", url, "--model", "nope"}, 1, "no forecast in the store"},
 		{"model without store", []string{"--data", "bundled", "--models", "m", "--from", "2021-01-01", "--to", "2021-01-02", "--signal", "direct", "--model", "x"}, 2, "--store"},
 	} {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -34,8 +33,6 @@ hourly observations of each zone's direct and lifecycle signals into the
 observed-signals store (postgres://…, postgresql://… or crate://…), in batches;
 re-running it stores the same rows again and adds none. Nothing is written
 when any file, or the resulting zone folder, has an error.
-
-flags:
 `
 
 // ingestBatch is the most observations sent to the store in one call.
@@ -53,36 +50,33 @@ type ingested struct {
 // runIngest implements carbonctl ingest. Reading and validation live in
 // package dataset; this only names the outputs and writes them atomically.
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("ingest", stderr)
+	fl := newFlags("ingest", stdout)
 	out := fl.String("out", "", "data directory to write into (created if missing)")
 	storeURI := fl.String("store", "", "observed-signals store to upsert into: postgres://…, postgresql://… or crate://…")
 	migrate := fl.Bool("migrate", false, "with --store: create the store's tables when absent")
 	zoneFlag := fl.String("zone", "", "zone of the files (needed for carbongate-layout files not named <zone>.csv; must match an Electricity Maps file's Zone id)")
 	maxGap := fl.Int("max-gap", dataset.DefaultMaxGap, "longest gap in hours filled by linear interpolation (0 fills none)")
 	check := fl.Bool("check", false, "check only; write nothing")
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), ingestUsage)
-		fl.PrintDefaults()
-	}
+	fl.Intro = ingestUsage
 	files, err := parseInterleaved(fl, args)
 	if err != nil {
 		return err
 	}
 	if *out == "" && *storeURI == "" {
-		return usagef("ingest: --out or --store is required")
+		return usagef("--out or --store is required")
 	}
 	if *storeURI != "" {
 		if _, _, err := connect.Parse(*storeURI); err != nil {
-			return usagef("ingest: --store: %s", forecast.ErrorMessage(err))
+			return usagef("--store: %s", forecast.ErrorMessage(err))
 		}
 	} else if *migrate {
-		return usagef("ingest: --migrate needs --store")
+		return usagef("--migrate needs --store")
 	}
 	if len(files) == 0 {
-		return usagef("ingest: no input files")
+		return usagef("no input files")
 	}
 	if *maxGap < 0 {
-		return usagef("ingest: --max-gap must be ≥ 0")
+		return usagef("--max-gap must be ≥ 0")
 	}
 	loader := dataset.Loader{MaxGap: *maxGap}
 	if *maxGap == 0 {
@@ -91,7 +85,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *zoneFlag != "" {
 		z, err := forecast.ParseZone(*zoneFlag)
 		if err != nil {
-			return usagef("ingest: --zone: %s", forecast.ErrorMessage(err))
+			return usagef("--zone: %s", forecast.ErrorMessage(err))
 		}
 		loader.Zone = z
 	}
@@ -122,7 +116,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		rel := path.Join(string(t.Zone), outputName(src))
 		if prev, dup := targets[rel]; dup {
-			return usagef("ingest: %s and %s would both be written to %s", prev, src, rel)
+			return usagef("%s and %s would both be written to %s", prev, src, rel)
 		}
 		targets[rel] = src
 		var buf bytes.Buffer
@@ -175,7 +169,7 @@ func upsertAll(ctx context.Context, uri string, migrate bool, done []*ingested, 
 	db, err := connect.Open(ctx, uri)
 	if err != nil {
 		if forecast.ErrorCode(err) == forecast.EINVALID {
-			return usagef("ingest: --store: %s", forecast.ErrorMessage(err))
+			return usagef("--store: %s", forecast.ErrorMessage(err))
 		}
 		return fmt.Errorf("--store: %w", err)
 	}
@@ -246,10 +240,7 @@ func parseInterleaved(fl interface {
 	var files []string
 	for {
 		if err := fl.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usagef("ingest: %v", err)
+			return nil, err
 		}
 		rest := fl.Args()
 		if len(rest) == 0 {

@@ -89,6 +89,7 @@ func TestPromoteIfBetter(t *testing.T) {
 	m := gateStore(t)
 	for _, c := range []struct {
 		note      string
+		code      int // 3: declined
 		champion  int64
 		args      []string
 		want      string
@@ -96,26 +97,26 @@ func TestPromoteIfBetter(t *testing.T) {
 		tagged    map[int64]string // version → eval.mape_d1
 		tagWindow string
 	}{
-		{"better challenger is promoted", 1, []string{"--challenger", "2"},
+		{"better challenger is promoted", 0, 1, []string{"--challenger", "2"},
 			"mape_d1 on 2021-03-06/2021-03-10 (signal direct, 5 issued forecasts per version): challenger version 2 4.00, champion version 1 8.00: promoted, version 1 -> 2",
 			2, map[int64]string{1: "8.00", 2: "4.00"}, "2021-03-06/2021-03-10"},
-		{"worse challenger is not", 1, []string{"--version", "3"},
+		{"worse challenger is not", 3, 1, []string{"--version", "3"},
 			"challenger version 3 12.00, champion version 1 8.00: not lower, version 1 stays", 1,
 			map[int64]string{1: "8.00", 3: "12.00"}, "2021-03-01/2021-03-10"},
-		{"minimum improvement not reached", 1, []string{"--challenger", "2", "--min-improvement", "0.6"},
+		{"minimum improvement not reached", 3, 1, []string{"--challenger", "2", "--min-improvement", "0.6"},
 			"not at least 60.0 % lower, version 1 stays", 1, map[int64]string{1: "8.00", 2: "4.00"}, "2021-03-06/2021-03-10"},
-		{"p90 of lead day 2", 3, []string{"--metric", "mape_d2_p90", "--challenger", "2"},
+		{"p90 of lead day 2", 0, 3, []string{"--metric", "mape_d2_p90", "--challenger", "2"},
 			"mape_d2_p90 on 2021-03-06/2021-03-10", 2, nil, ""},
-		{"no champion: promoted without comparison", 0, []string{"--challenger", "3"},
+		{"no champion: promoted without comparison", 0, 0, []string{"--challenger", "3"},
 			"no version had the alias: promoted version 3 without a comparison", 3, nil, ""},
-		{"already champion", 2, []string{"--challenger", "2"}, "version 2 is already the target", 2, nil, ""},
+		{"already champion", 0, 2, []string{"--challenger", "2"}, "version 2 is already the target", 2, nil, ""},
 	} {
 		t.Run(c.note, func(t *testing.T) {
 			t.Parallel()
 			reg := gateRegistry(t, 4, c.champion)
 			args := append([]string{"--registry", reg, "--zone", "DE", "--if-better", "--store", "postgres://x/y"}, c.args...)
 			code, out, errOut := runWith(promoteMem(m), args...)
-			if code != 0 || !strings.Contains(out, c.want) {
+			if code != c.code || !strings.Contains(out, c.want) {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s\nwant %q", code, out, errOut, c.want)
 			}
 			champ, tags := registryState(t, reg)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	storeconnect "github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/models/artifact"
@@ -25,17 +26,20 @@ import (
 )
 
 // registryFlag is the --registry flag shared by the registry commands.
-const registryHelp = "registry: postgres://…, crate://…, http(s)://… (an MLflow-compatible server such as carbongate; token from $MLFLOW_TRACKING_TOKEN), file:PATH or PATH (the embedded store); default $CARBONGATE_REGISTRY"
+const registryHelp = "registry: postgres://…, crate://…, http(s)://… (an MLflow-compatible server such as carbongate; token from $MLFLOW_TRACKING_TOKEN), file:PATH or PATH (the embedded store)"
 
 // registryTimeout bounds one registry command.
 const registryTimeout = 5 * time.Minute
 
 func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "migrate" {
-		return usagef("usage: carbonctl registry migrate --registry URI")
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		args = []string{"migrate", "-h"}
 	}
-	fs := newFlags("registry migrate", stderr)
-	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
+	if len(args) == 0 || args[0] != "migrate" {
+		return usagef("want a subcommand: carbonctl registry migrate --registry URI")
+	}
+	fs := newFlags("registry migrate", stdout)
+	uri := fs.String("registry", "", registryHelp)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -58,8 +62,8 @@ type registerResult struct {
 }
 
 func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("register", stderr)
-	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
+	fs := newFlags("register", stdout)
+	uri := fs.String("registry", "", registryHelp)
 	zone := fs.String("zone", "", "zone of the model (e.g. DE), or generic")
 	dir := fs.String("model-dir", "", "MLflow model directory written by carbonctl train (<out>/<signal>/<ZONE>)")
 	arts := fs.String("artifacts", "", "where to store the files: s3://bucket/prefix (S3 settings from AWS_ENDPOINT_URL or S3_ENDPOINT, AWS_ACCESS_KEY_ID, ...) or a local directory; default: artifacts/ next to an embedded registry file")
@@ -229,8 +233,8 @@ type gateFlags struct {
 }
 
 func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, open openStoreFunc) error {
-	fs := newFlags("promote", stderr)
-	uri := fs.String("registry", os.Getenv("CARBONGATE_REGISTRY"), registryHelp)
+	fs := newFlags("promote", stdout)
+	uri := fs.String("registry", "", registryHelp)
 	zone := fs.String("zone", "", "zone of the model (e.g. DE), or generic")
 	version := fs.String("version", "", "version number to promote (with --if-better: the challenger)")
 	alias := fs.String("alias", registry.ChampionAlias, "alias to point at the version")
@@ -247,7 +251,7 @@ func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, o
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("promote: unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if g.ifBetter {
 		return promoteIfBetter(ctx, *uri, *zone, *version, *alias, g, open, stdout, stderr)
@@ -375,7 +379,7 @@ func promoteIfBetter(ctx context.Context, uri, zone, version, alias string, g ga
 			need = fmt.Sprintf("at least %.1f %% lower", 100*g.minImprovement)
 		}
 		fmt.Fprintf(stdout, "%s: not %s, version %d stays\n", what, need, champ.Version)
-		return nil
+		return cli.ExitError{Code: cli.ExitDeclined, Msg: fmt.Sprintf("not promoted: challenger version %d is not %s than version %d", chall, need, champ.Version)}
 	}
 	if err := reg.SetAlias(ctx, name, alias, chall); err != nil {
 		return err

@@ -147,7 +147,7 @@ func TestRegisterPromoteOverHTTP(t *testing.T) {
 	defer srv.Close()
 	arts := t.TempDir()
 	t.Setenv("MLFLOW_TRACKING_TOKEN", "wrong")
-	if code, _, errOut := run("register", "--registry", srv.URL, "--zone", "DE", "--model-dir", de, "--artifacts", arts); code != 1 || !strings.Contains(errOut, "unauthorized") {
+	if code, _, errOut := run("register", "--registry", srv.URL, "--zone", "DE", "--model-dir", de, "--artifacts", arts); code != 1 || !strings.Contains(errOut, "valid bearer token") {
 		t.Fatalf("with a wrong token: exit %d %s", code, errOut)
 	}
 	t.Setenv("MLFLOW_TRACKING_TOKEN", "tok")

@@ -17,7 +17,7 @@ import (
 // runTrain fits per-zone and generic models on data before --until and
 // writes them under --out as MLflow model directories.
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("train", stderr)
+	fs := newFlags("train", stdout)
 	data := fs.String("data", "", "data `dir` (<zone>.csv files or <zone>/ folders), or bundled for the embedded data")
 	until := fs.String("until", "", "training cut-off (RFC 3339 or YYYY-MM-DD, UTC): only data strictly before it is used")
 	out := fs.String("out", "", "models `dir` to write: <signal>/<ZONE>/ and <signal>/generic/")
@@ -30,24 +30,24 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("train: unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *data == "" || *until == "" || *out == "" {
-		return usagef("train: --data, --until and --out are required")
+		return usagef("--data, --until and --out are required")
 	}
 	cut, err := parseTime(*until)
 	if err != nil {
-		return usagef("train: --until: %v", err)
+		return usagef("--until: %v", err)
 	}
 	zs, err := parseZones(*zones)
 	if err != nil {
-		return usagef("train: --zones: %v", err)
+		return usagef("--zones: %v", err)
 	}
 	var sigs []forecast.Signal
 	if *signal != "both" {
 		s, err := parseSignal(*signal)
 		if err != nil {
-			return usagef("train: --signal: %v", err)
+			return usagef("--signal: %v", err)
 		}
 		sigs = []forecast.Signal{s}
 	}
@@ -83,7 +83,7 @@ func ridgeConfig(c ridge.Config, interval float64, folds int) (ridge.Config, err
 	if folds == 0 {
 		c.LambdaGrid = nil
 		if interval != 0 {
-			return c, usagef("train: --interval needs --folds ≥ 2 (the interval is calibrated on out-of-fold residuals); use --interval 0 for point forecasts")
+			return c, usagef("--interval needs --folds ≥ 2 (the interval is calibrated on out-of-fold residuals); use --interval 0 for point forecasts")
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -91,7 +91,7 @@ func ridgeConfig(c ridge.Config, interval float64, folds int) (ridge.Config, err
 		if strings.Contains(forecast.ErrorMessage(err), "interval") {
 			flag = "--interval"
 		}
-		return c, usagef("train: %s: %s", flag, forecast.ErrorMessage(err))
+		return c, usagef("%s: %s", flag, forecast.ErrorMessage(err))
 	}
 	return c, nil
 }

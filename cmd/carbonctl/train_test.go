@@ -63,7 +63,7 @@ func TestTrainEvaluate(t *testing.T) {
 		t.Fatal("--signal direct also trained lifecycle")
 	}
 
-	code, stdout, stderr = run("evaluate", "--data", data, "--models", out, "--from", "2020-01-31", "--to", "2020-02-07", "--signal", "direct", "--format", "json")
+	code, stdout, stderr = run("evaluate", "--data", data, "--models", out, "--from", "2020-01-31", "--to", "2020-02-07", "--signal", "direct", "--output", "json")
 	if code != 0 {
 		t.Fatalf("evaluate exit %d: %s", code, stderr)
 	}

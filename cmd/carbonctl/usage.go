@@ -1,27 +1,27 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
+	"strings"
+
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 )
 
-// usageError marks an error caused by the command line itself.
-type usageError struct{ msg string }
+// usageError marks an error caused by the command line itself (exit 2).
+type usageError = cli.UsageError
 
-func (e usageError) Error() string { return e.msg }
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func isUsage(err error) bool { return cli.IsUsage(err) }
 
-func isUsage(err error) bool {
-	var u usageError
-	return errors.As(err, &u) || errors.Is(err, flag.ErrHelp)
-}
-
-// newFlags returns a FlagSet that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("carbonctl "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newFlags returns the FlagSet of a command (name as typed after
+// carbonctl, e.g. "deploy render"): help on stdout, each flag also from
+// its CARBONGATE_* variable.
+func newFlags(name string, stdout io.Writer) *cli.FlagSet {
+	fs := cli.NewFlagSet("carbonctl "+name, stdout)
+	first, _, _ := strings.Cut(name, " ")
+	if c, ok := commands()[first]; ok {
+		fs.Intro = "usage: carbonctl " + name + " [flags]\n\n" + c.summary + "\n"
+	}
 	return fs
 }

@@ -43,7 +43,7 @@ func TestBackfillJobArgsResolveRelativeTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 5, 14, 27, 0, 0, time.UTC)
-	args, err := backfillJobArgs(fs, now)
+	args, err := backfillJobArgs(fs.FlagSet, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestBackfillJobArgsResolveRelativeTimes(t *testing.T) {
 	if err := fs2.Parse([]string{"--from=today-1d"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backfillJobArgs(fs2, now); err == nil || !isUsage(err) {
+	if _, err := backfillJobArgs(fs2.FlagSet, now); err == nil || !isUsage(err) {
 		t.Fatalf("bad relative time: %v, want a usage error", err)
 	}
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/carbongate/carbongate/test/services"
 )
 
-// flagLine matches a flag in the usage text of Go's flag package.
-var flagLine = regexp.MustCompile(`(?m)^  -([A-Za-z0-9][-A-Za-z0-9]*)`)
+// flagLine matches a flag in the usage text of the binaries (package
+// cmd/internal/cli).
+var flagLine = regexp.MustCompile(`(?m)^  --([A-Za-z0-9][-_A-Za-z0-9]*)`)
 
 // runBinary runs path with args in an environment holding PATH and HOME
 // only (no $CARBONGATE_STORE or $CARBONGATE_REGISTRY from the caller) and
@@ -69,7 +70,7 @@ func TestChartFlagsMatchBinaries(t *testing.T) {
 	gwFlags := usageFlags(t, gwUsage)
 	_, bfUsage := runBinary(t, filepath.Join(bin, "carbonctl"), "backfill", "-h")
 	bfFlags := usageFlags(t, bfUsage)
-	const storeRequired = "carbonctl backfill: --store (or $CARBONGATE_STORE) is required"
+	const storeRequired = "carbonctl backfill: --store (or $CARBONGATE_STORE) is required\n'carbonctl help backfill' shows the flags"
 	for _, c := range chartCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
