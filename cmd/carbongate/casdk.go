@@ -3,10 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"strconv"
+	"os"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/casdk"
@@ -25,13 +26,17 @@ type CASDK struct {
 }
 
 func (a *CASDK) flags(fs *flag.FlagSet) {
-	root, _ := strconv.ParseBool(envOr("CARBONGATE_CASDK_ROOT", "false"))
-	fs.StringVar(&a.Prefix, "casdk-prefix", envOr("CARBONGATE_CASDK_PREFIX", casdk.DefaultPrefix), "path prefix of the Carbon Aware SDK Web API (default $CARBONGATE_CASDK_PREFIX or /casdk); empty: not under a prefix (off unless --casdk-root)")
-	fs.BoolVar(&a.Root, "casdk-root", root, "also serve the Carbon Aware SDK Web API at the root (/emissions/…, /locations), for clients whose base URL has no path (default $CARBONGATE_CASDK_ROOT)")
+	fs.StringVar(&a.Prefix, "casdk-prefix", casdk.DefaultPrefix, "path prefix of the Carbon Aware SDK Web API; empty: not under a prefix (off unless --casdk-root)")
+	fs.BoolVar(&a.Root, "casdk-root", false, "also serve the Carbon Aware SDK Web API at the root (/emissions/…, /locations), for clients whose base URL has no path")
 }
 
 // check validates the flags and fixes the prefixes served.
 func (a *CASDK) check() error {
+	// Unlike other variables, an empty $CARBONGATE_CASDK_PREFIX is not
+	// unset: it means no prefix, as it always has.
+	if v, ok := os.LookupEnv(cli.EnvName("casdk-prefix")); ok && v == "" && a.Prefix == casdk.DefaultPrefix {
+		a.Prefix = ""
+	}
 	if err := casdk.CheckPrefix(a.Prefix); err != nil {
 		return fmt.Errorf("--casdk-prefix: %s", forecast.ErrorMessage(err))
 	}

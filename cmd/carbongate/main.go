@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/cmd/internal/version"
 	"github.com/carbongate/carbongate/forecast"
@@ -158,7 +159,7 @@ func NewMain() *Main {
 // ParseFlags reads the command line into m.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("carbongate", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
+	cfs := cli.Wrap(fs, os.Stdout)
 	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address")
 	fs.StringVar(&m.ModelsDir, "models", m.ModelsDir, "trained model directories (<signal>/<ZONE>/, <signal>/generic/); absent: baseline and climatology only")
 	fs.StringVar(&m.DataDir, "data", m.DataDir, "carbon-intensity data directory (<zone>.csv files or <zone>/ folders); default: the bundled data")
@@ -188,7 +189,7 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Controller.flags(fs)
 	fs.Float64Var(&m.ReplaySpeed, "replay-speed", 1, fmt.Sprintf("with --clock replay, how many times as fast as the wall clock the replay runs (1 to %d; e.g. 360 shows an hour of scheduling in 10 s)", clock.MaxSpeed))
 	m.CASDK.flags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cfs.Parse(args); err != nil {
 		return err
 	}
 	if err := m.CASDK.check(); err != nil {

@@ -12,13 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli/clitest"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models/workflow"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) {
+	clitest.RunMain(main) // the CLI tests start this binary as the command
+	os.Exit(leakcheck.Run(m))
+}
 
 // syncBuffer collects logs written from several goroutines.
 type syncBuffer struct {

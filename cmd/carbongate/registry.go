@@ -45,7 +45,7 @@ type Registry struct {
 
 func (r *Registry) flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.URI, "registry", r.URI, "model registry: postgres://… (MLflow's tables), crate://… or a file path (embedded); serves MLflow's registry API and the champion versions")
-	fs.StringVar(&r.Token, "registry-token", os.Getenv("CARBONGATE_REGISTRY_TOKEN"), "bearer token required for registry writes (default $CARBONGATE_REGISTRY_TOKEN); empty: writes are open")
+	fs.StringVar(&r.Token, "registry-token", "", "bearer token required for registry writes; empty: writes are open")
 	fs.StringVar(&r.Alias, "registry-alias", registry.ChampionAlias, "the alias whose versions serve")
 	fs.DurationVar(&r.Poll, "registry-poll", watch.DefaultInterval, "how often the alias table is read when the database cannot notify")
 	fs.StringVar(&r.CacheDir, "registry-cache-dir", "", "where fetched model versions are kept (default: a directory under the user cache dir)")

@@ -37,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/cmd/internal/version"
 	"github.com/carbongate/carbongate/forecast"
@@ -171,7 +172,8 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	m.S3 = s3.ConfigFromEnv(m.Getenv)
 	fs := flag.NewFlagSet("carbonserve", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
+	cfs := cli.Wrap(fs, os.Stdout)
+	cfs.Getenv = m.Getenv
 	fs.StringVar(&m.ModelDir, "model_dir", m.ModelDir, "a model directory (MLmodel + files), a tree of them, or s3://bucket/prefix; default "+KServeModelDir+" when it exists")
 	fs.StringVar(&m.ModelName, "model_name", m.ModelName, "name to serve the single model of --model_dir under (KServe passes the InferenceService name); default: its registered name")
 	fs.StringVar(&m.ModelsDir, "models", m.ModelsDir, "a tree of model directories (<signal>/<ZONE>/ as carbonctl train writes, or flat), or s3://bucket/prefix")
@@ -191,7 +193,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.ShutdownTimeout, "shutdown-timeout", m.ShutdownTimeout, "how long in-flight requests may take to finish at shutdown")
 	m.registryFlags(fs)
 	level := fs.String("log-level", m.LogLevel.String(), "log level: debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	if err := cfs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli/clitest"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models"
@@ -30,7 +31,10 @@ import (
 	"github.com/carbongate/carbongate/oip/rest"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) {
+	clitest.RunMain(main) // the CLI tests start this binary as the command
+	os.Exit(leakcheck.Run(m))
+}
 
 type syncBuffer struct {
 	mu sync.Mutex
