@@ -166,7 +166,7 @@ bench:
 	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && export KUBEBUILDER_ASSETS && \
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkHeldWorkloads$$' -benchtime 1x -timeout 15m ./test/kube/ | grep '^held workloads'
 	$(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models
-	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --format table
+	$(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --output table
 	@echo "backfill: 12 zones x 366 daily 96 h forecasts into PostgreSQL vs a plain COPY of the same rows as CSV (goal >= 0.7x)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && export CARBONGATE_PG_BIN && \
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkBackfillVsCopy$$' -benchtime 1x -timeout 15m ./test/backfill/ | grep '^backfill into'
