@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/models/artifact"
@@ -32,7 +33,7 @@ import (
 // hot-reload path, without dropping a request. The model's OIP version is
 // the registry's version number.
 
-// DefaultRegistryPoll is the default of --registry-poll-interval.
+// DefaultRegistryPoll is the default of --registry-poll.
 const DefaultRegistryPoll = time.Second
 
 // registryCallTimeout bounds one registry call.
@@ -76,10 +77,12 @@ func (m *Main) registryFlags(fs *flag.FlagSet) {
 		m.S3.Endpoint = m.Getenv("MLFLOW_S3_ENDPOINT_URL")
 	}
 	fs.StringVar(&r.Model, "model", r.Model, "serve a registered model version and follow it: models:/NAME@ALIAS, models:/NAME/latest, models:/NAME/STAGE or models:/NAME/N (excludes --model_dir and --models)")
-	fs.StringVar(&r.URI, "registry-uri", r.URI, "the MLflow model registry of --model (an MLflow server or carbongate, http[s]://…); default $MLFLOW_TRACKING_URI")
+	fs.StringVar(&r.URI, "registry", r.URI, "the MLflow model registry of --model (an MLflow server or carbongate, http[s]://…); default $MLFLOW_TRACKING_URI")
+	cli.Alias(fs, "registry-uri", "registry")
 	fs.StringVar(&r.ArtifactsDestination, "artifacts-destination", r.ArtifactsDestination, "where mlflow-artifacts:/ locations live (the MLflow server's --artifacts-destination, e.g. s3://bucket/mlartifacts); versions are fetched from under it")
 	r.Fetch.Flags(fs)
-	fs.DurationVar(&r.PollInterval, "registry-poll-interval", r.PollInterval, "how often --model reads the registry for a newly promoted version")
+	fs.DurationVar(&r.PollInterval, "registry-poll", r.PollInterval, "how often --model reads the registry for a newly promoted version")
+	cli.Alias(fs, "registry-poll-interval", "registry-poll")
 }
 
 // follower is the state of the registry mode. Only the loader goroutine
@@ -110,7 +113,7 @@ func (m *Main) checkRegistry() error {
 		return fmt.Errorf("--model: %s", forecast.ErrorMessage(err))
 	}
 	if r.PollInterval <= 0 {
-		return fmt.Errorf("--registry-poll-interval %v must be positive", r.PollInterval)
+		return fmt.Errorf("--registry-poll %v must be positive", r.PollInterval)
 	}
 	f := &follower{ref: ref, store: r.Store, name: ref.Name, labels: &versionLabels{}}
 	if m.ModelName != "" {
@@ -118,11 +121,11 @@ func (m *Main) checkRegistry() error {
 	}
 	if f.store == nil {
 		if r.URI == "" {
-			return errors.New("--model needs --registry-uri or $MLFLOW_TRACKING_URI")
+			return errors.New("--model needs --registry or $MLFLOW_TRACKING_URI")
 		}
 		c, err := mlflowclient.New(r.URI, mlflowclient.Options{Token: r.Token, Timeout: registryCallTimeout})
 		if err != nil {
-			return fmt.Errorf("--registry-uri: %s", forecast.ErrorMessage(err))
+			return fmt.Errorf("--registry: %s", forecast.ErrorMessage(err))
 		}
 		f.store, f.owned = c, true
 	}

@@ -160,7 +160,7 @@ func TestRegistryFollowsAlias(t *testing.T) {
 	}
 	cache := t.TempDir()
 	m, logs := startRegistryMain(t, noEnv, func(m *Main) { m.Registry.Store = st },
-		"--model", "models:/"+name+"@champion", "--cache-dir", cache, "--registry-poll-interval", "50ms")
+		"--model", "models:/"+name+"@champion", "--cache-dir", cache, "--registry-poll", "50ms")
 	_, h, starts := forecastRequest(2)
 	v1 := served{"1", servetest.Want(t, m1, h, starts)}
 	v2 := served{"2", servetest.Want(t, m2, h, starts)}
@@ -229,7 +229,7 @@ func TestRegistryLatest(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := startRegistryMain(t, noEnv, func(m *Main) { m.Registry.Store = st },
-		"--model", "models:/"+name+"/latest", "--model_name", "fr", "--registry-poll-interval", "50ms")
+		"--model", "models:/"+name+"/latest", "--model_name", "fr", "--registry-poll", "50ms")
 	_, h, starts := forecastRequest(2)
 	dir := saveModel(t, m2)
 	switchover(t, clients(t, m)["rest"], "fr", served{"1", servetest.Want(t, m1, h, starts)}, served{"2", servetest.Want(t, m2, h, starts)}, 5*time.Second, func() {
@@ -273,7 +273,7 @@ func TestRegistryRetriesTransientFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, logs := startRegistryMain(t, noEnv, func(m *Main) { m.Registry.Store = st },
-		"--model", "models:/"+name+"@champion", "--registry-poll-interval", "50ms")
+		"--model", "models:/"+name+"@champion", "--registry-poll", "50ms")
 	_, h, starts := forecastRequest(2)
 	switchover(t, clients(t, m)["grpc"], name, served{"1", servetest.Want(t, m1, h, starts)}, served{"2", servetest.Want(t, m2, h, starts)}, 5*time.Second, func() {
 		st.fails.Store(2)
@@ -347,9 +347,10 @@ func TestRegistryFlags(t *testing.T) {
 		{"with --models", env, []string{"--model", "models:/m@a", "--models", "/x"}, "excludes"},
 		{"not a models URI", env, []string{"--model", "s3://b/m"}, "--model"},
 		{"model ID", env, []string{"--model", "models:/m-123abc"}, "--model"},
-		{"no registry", noEnv, []string{"--model", "models:/m@a"}, "--registry-uri"},
-		{"registry not http", env, []string{"--model", "models:/m@a", "--registry-uri", "databricks"}, "--registry-uri"},
-		{"poll interval", env, []string{"--model", "models:/m@a", "--registry-poll-interval", "0s"}, "--registry-poll-interval"},
+		{"no registry", noEnv, []string{"--model", "models:/m@a"}, "--registry"},
+		{"registry not http", env, []string{"--model", "models:/m@a", "--registry", "databricks"}, "--registry: "},
+		{"registry not http, old name", env, []string{"--model", "models:/m@a", "--registry-uri", "databricks"}, "--registry: "},
+		{"poll interval", env, []string{"--model", "models:/m@a", "--registry-poll", "0s"}, "--registry-poll"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.note, func(t *testing.T) {

@@ -74,21 +74,29 @@ type FlagSet struct {
 	Stdout io.Writer
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
-
-	aliases map[string]string // old name → flag
 }
 
-// Alias declares old as another name of the defined flag name (kept for
+// aliasUsage starts the usage of an old flag name.
+const aliasUsage = "old name of --"
+
+// Alias declares old as another name of fs's defined flag name (kept for
 // scripts written before a rename): it sets the same value, and has no
 // environment variable of its own.
-func (fs *FlagSet) Alias(old, name string) {
-	f := fs.Lookup(name)
-	fs.Var(f.Value, old, "old name of --"+name)
-	if fs.aliases == nil {
-		fs.aliases = map[string]string{}
-	}
-	fs.aliases[old] = name
+func Alias(fs *flag.FlagSet, old, name string) {
+	fs.Var(fs.Lookup(name).Value, old, aliasUsage+name)
 }
+
+// aliasOf returns the flag f is an old name of, or "".
+func aliasOf(f *flag.Flag) string {
+	name, _ := strings.CutPrefix(f.Usage, aliasUsage)
+	if name == f.Usage {
+		return ""
+	}
+	return name
+}
+
+// Alias is Alias on fs.
+func (fs *FlagSet) Alias(old, name string) { Alias(fs.FlagSet, old, name) }
 
 // NewFlagSet returns a FlagSet named name (the command as typed, e.g.
 // "carbonctl train") writing its usage to stdout.
@@ -119,10 +127,10 @@ func (fs *FlagSet) Parse(args []string) error {
 		return UsageError{flagMessage(err.Error())}
 	}
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name], given[fs.aliases[f.Name]] = true, true })
+	fs.Visit(func(f *flag.Flag) { given[f.Name], given[aliasOf(f)] = true, true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || given[f.Name] || fs.aliases[f.Name] != "" {
+		if err != nil || given[f.Name] || aliasOf(f) != "" {
 			return
 		}
 		env := EnvName(f.Name)
@@ -180,7 +188,7 @@ func (fs *FlagSet) PrintUsage(w io.Writer) {
 				fmt.Fprintf(w, " (default %v)", f.DefValue)
 			}
 		}
-		if fs.aliases[f.Name] == "" {
+		if aliasOf(f) == "" {
 			fmt.Fprintf(w, "\n      env %s", EnvName(f.Name))
 		}
 		fmt.Fprintln(w)

@@ -76,6 +76,9 @@ func Conventions(t *testing.T, name, badEnv string) {
 			if strings.HasPrefix(line, "--") {
 				flags++
 			}
+			if strings.HasPrefix(line, "old name of --") {
+				flags-- // no variable of its own
+			}
 			if env, ok := strings.CutPrefix(line, "env "); ok {
 				envs++
 				if cli.Reserved(env) {
