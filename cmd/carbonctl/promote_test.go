@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,5 +179,37 @@ func TestPromoteIfBetterErrors(t *testing.T) {
 	}
 	if champ, tags := registryState(t, reg); champ != 1 || len(tags[1]) != 0 {
 		t.Fatalf("failed gates changed the registry: champion %d, tags %v", champ, tags[1])
+	}
+}
+
+// TestPromoteOutputJSON: --output json prints one object, the gate's
+// numbers included, also when the gate declines (exit 3).
+func TestPromoteOutputJSON(t *testing.T) {
+	t.Parallel()
+	m := gateStore(t)
+	for _, c := range []struct {
+		args     []string
+		code     int
+		promoted bool
+		version  int64
+		gate     bool
+	}{
+		{[]string{"--if-better", "--store", "postgres://x/y", "--challenger", "2"}, 0, true, 2, true},
+		{[]string{"--if-better", "--store", "postgres://x/y", "--challenger", "3"}, 3, false, 1, true},
+		{[]string{"--version", "4"}, 0, true, 4, false},
+	} {
+		reg := gateRegistry(t, 4, 1)
+		args := append([]string{"--registry", reg, "--zone", "DE", "--output", "json"}, c.args...)
+		code, out, errOut := runWith(promoteMem(m), args...)
+		var res promoteResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || code != c.code {
+			t.Fatalf("%v: exit %d, %v\nstdout %s\nstderr %s", c.args, code, err, out, errOut)
+		}
+		if res.Promoted != c.promoted || res.Version != c.version || res.From == nil || *res.From != 1 || (res.Gate != nil) != c.gate {
+			t.Errorf("%v: %+v", c.args, res)
+		}
+		if c.gate && (res.Gate.Metric != "mape_d1" || res.Gate.Champion != 1 || math.Abs(res.Gate.ChampionErr-8) > 1e-9) {
+			t.Errorf("%v: gate %+v", c.args, *res.Gate)
+		}
 	}
 }

@@ -224,8 +224,43 @@ func runPromote(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return promoteWith(ctx, args, stdout, stderr, openForecastStore)
 }
 
+// promoteResult is what promote prints with --output json: where the
+// alias pointed before (null: nowhere) and points now, and with
+// --if-better the comparison (null when none was needed).
+type promoteResult struct {
+	Model    string      `json:"model"`
+	Alias    string      `json:"alias"`
+	Promoted bool        `json:"promoted"`
+	From     *int64      `json:"from"`
+	Version  int64       `json:"version"`
+	Gate     *gateResult `json:"gate"`
+}
+
+// gateResult is the comparison of promote --if-better.
+type gateResult struct {
+	Metric         string  `json:"metric"`
+	Window         string  `json:"window"`
+	Signal         string  `json:"signal"`
+	Issues         int     `json:"issues"`
+	Challenger     int64   `json:"challenger"`
+	ChallengerErr  float64 `json:"challenger_value"`
+	Champion       int64   `json:"champion"`
+	ChampionErr    float64 `json:"champion_value"`
+	MinImprovement float64 `json:"min_improvement"`
+}
+
+// printPromote writes res as JSON with --output json, else text.
+func printPromote(w io.Writer, output string, res promoteResult, text string) error {
+	if output == "json" {
+		return json.NewEncoder(w).Encode(res)
+	}
+	_, err := fmt.Fprintln(w, text)
+	return err
+}
+
 // gateFlags are the flags of promote --if-better.
 type gateFlags struct {
+	output                                  string
 	ifBetter                                bool
 	metric, challenger, store, signal, data string
 	minImprovement                          float64
@@ -247,8 +282,12 @@ func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, o
 	fs.StringVar(&g.data, "data", "", "with --if-better: observations from a data `dir` or bundled instead of the store's")
 	fs.Float64Var(&g.minImprovement, "min-improvement", 0, "with --if-better: promote only when the challenger is lower by at least this fraction (0.05 = 5 %)")
 	fs.IntVar(&g.leadDays, "lead-days", evaluate.DefaultLeadDays, "with --if-better: lead days scored")
+	fs.StringVar(&g.output, "output", "table", "table (a line for people) or json (an object: model, alias, promoted, from, version, gate)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if g.output != "table" && g.output != "json" {
+		return usagef("--output must be table or json, got %q", g.output)
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
@@ -284,8 +323,12 @@ func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, o
 	if err := store.SetAlias(ctx, name, *alias, v); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s@%s: version %s -> %d\n", name, *alias, prev, v)
-	return nil
+	from := "none"
+	if prev != nil {
+		from = strconv.FormatInt(*prev, 10)
+	}
+	return printPromote(stdout, g.output, promoteResult{Model: name, Alias: *alias, Promoted: true, From: prev, Version: v},
+		fmt.Sprintf("%s@%s: version %s -> %d", name, *alias, from, v))
 }
 
 func promoteModelName(zone string) string {
@@ -295,16 +338,16 @@ func promoteModelName(zone string) string {
 	return registry.ModelName(zone)
 }
 
-// aliasTarget returns the version alias points at, or "none".
-func aliasTarget(ctx context.Context, s registry.Store, name, alias string) (string, error) {
+// aliasTarget returns the version alias points at, or nil.
+func aliasTarget(ctx context.Context, s registry.Store, name, alias string) (*int64, error) {
 	old, err := s.VersionByAlias(ctx, name, alias)
 	if forecast.ErrorCode(err) == forecast.ENOTFOUND {
-		return "none", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return strconv.FormatInt(old.Version, 10), nil
+	return &old.Version, nil
 }
 
 // promoteIfBetter is promote --if-better: compare the challenger with the
@@ -356,13 +399,13 @@ func promoteIfBetter(ctx context.Context, uri, zone, version, alias string, g ga
 		if err := reg.SetAlias(ctx, name, alias, chall); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s@%s: no version had the alias: promoted version %d without a comparison\n", name, alias, chall)
-		return nil
+		return printPromote(stdout, g.output, promoteResult{Model: name, Alias: alias, Promoted: true, Version: chall},
+			fmt.Sprintf("%s@%s: no version had the alias: promoted version %d without a comparison", name, alias, chall))
 	case err != nil:
 		return err
 	case champ.Version == chall:
-		fmt.Fprintf(stdout, "%s@%s: version %d is already the target: nothing to compare\n", name, alias, chall)
-		return nil
+		return printPromote(stdout, g.output, promoteResult{Model: name, Alias: alias, From: &chall, Version: chall},
+			fmt.Sprintf("%s@%s: version %d is already the target: nothing to compare", name, alias, chall))
 	}
 	verdict, err := compareVersions(ctx, g, sig, name, champ.Version, chall, open, stderr)
 	if err != nil {
@@ -373,19 +416,25 @@ func promoteIfBetter(ctx context.Context, uri, zone, version, alias string, g ga
 	}
 	what := fmt.Sprintf("%s@%s: %s on %s (signal %s, %d issued forecasts per version): challenger version %d %.2f, %s version %d %.2f",
 		name, alias, verdict.Metric, verdict.Window(), verdict.Signal, verdict.Issues, chall, verdict.Challenger, alias, champ.Version, verdict.Champion)
+	res := promoteResult{Model: name, Alias: alias, From: &champ.Version, Version: champ.Version, Gate: &gateResult{
+		Metric: verdict.Metric, Window: verdict.Window(), Signal: string(verdict.Signal), Issues: verdict.Issues,
+		Challenger: chall, ChallengerErr: verdict.Challenger, Champion: champ.Version, ChampionErr: verdict.Champion, MinImprovement: g.minImprovement,
+	}}
 	if !verdict.Promote {
 		need := "lower"
 		if g.minImprovement > 0 {
 			need = fmt.Sprintf("at least %.1f %% lower", 100*g.minImprovement)
 		}
-		fmt.Fprintf(stdout, "%s: not %s, version %d stays\n", what, need, champ.Version)
+		if err := printPromote(stdout, g.output, res, fmt.Sprintf("%s: not %s, version %d stays", what, need, champ.Version)); err != nil {
+			return err
+		}
 		return cli.ExitError{Code: cli.ExitDeclined, Msg: fmt.Sprintf("not promoted: challenger version %d is not %s than version %d", chall, need, champ.Version)}
 	}
 	if err := reg.SetAlias(ctx, name, alias, chall); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: promoted, version %d -> %d\n", what, champ.Version, chall)
-	return nil
+	res.Promoted, res.Version = true, chall
+	return printPromote(stdout, g.output, res, fmt.Sprintf("%s: promoted, version %d -> %d", what, champ.Version, chall))
 }
 
 // challengerVersion returns the version flag's number, checking it exists,
