@@ -98,9 +98,9 @@ func (c *clientFlags) call(ctx context.Context, method, path string, body []byte
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 			field := ""
 			if e.Error.Field != "" {
-				field = " (" + e.Error.Field + ")"
+				field = " for " + e.Error.Field
 			}
-			return nil, fmt.Errorf("carbongate answered %d %s%s: %s", resp.StatusCode, e.Error.Code, field, e.Error.Message)
+			return nil, fmt.Errorf("carbongate answered %d%s: %s", resp.StatusCode, field, e.Error.Message)
 		}
 		return nil, fmt.Errorf("carbongate answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}

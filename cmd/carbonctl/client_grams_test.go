@@ -75,7 +75,7 @@ func TestScheduleCommandGrams(t *testing.T) {
 		t.Fatalf("without power: exit %d, %s%s; want no grams", code, out, errs)
 	}
 	code, _, errs = runCtl(t, append(args[:len(args):len(args)], "--power-watts", "-5")...)
-	if code != 1 || !strings.Contains(errs, "(power_watts)") {
+	if code != 1 || !strings.Contains(errs, "for power_watts:") {
 		t.Fatalf("negative power: exit %d, %s; want 1 naming power_watts", code, errs)
 	}
 }

@@ -138,7 +138,7 @@ func TestClientCommandErrors(t *testing.T) {
 		{"bad location", []string{"schedule", "--url", url, "--duration", "3h", "--locations", "eu-west-1"}, 2, "provider:region"},
 		{"bad output", []string{"forecast", "--url", url, "--zone", "DE", "--output", "yaml"}, 2, "--output"},
 		{"bad url", []string{"forecast", "--url", "localhost", "--zone", "DE"}, 2, "--url"},
-		{"unknown zone: carbongate's 400", []string{"schedule", "--url", url, "--zones", "XX", "--duration", "3h"}, 1, "400 invalid (zones): unknown zone(s): XX"},
+		{"unknown zone: carbongate's 400", []string{"schedule", "--url", url, "--zones", "XX", "--duration", "3h"}, 1, "carbongate answered 400 for zones: unknown zone(s): XX"},
 		{"carbongate down", []string{"forecast", "--url", down.URL, "--zone", "DE"}, 1, "carbongate at " + down.URL},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
