@@ -54,6 +54,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/gateway/routes"
+	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/models/history"
 )
 
@@ -126,6 +127,7 @@ type Main struct {
 	routes    []httpapi.Route // of the mounted APIs
 	gw        *embedded.Gateway
 	reg       *prometheus.Registry // what /metrics serves
+	tracing   *tracing.Tracing     // OTEL_* environment; closed last
 	clk       clock.Clock
 	warm      context.CancelFunc
 	wg        sync.WaitGroup
@@ -243,6 +245,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.done = make(chan error, 1)
 	}
 	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
+	if m.tracing, err = tracing.Setup(ctx, "carbongate", version.Get().Version); err != nil {
+		return err
+	}
 	clk, err := m.clock()
 	if err != nil {
 		return err
@@ -461,6 +466,7 @@ func (m *Main) Done() <-chan error { return m.done }
 // Calling Close again returns the first result.
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
+		defer func() { m.closeErr = errors.Join(m.closeErr, m.tracing.Close()) }()
 		if m.srv == nil {
 			m.Registry.close()
 			m.Store.close()

@@ -41,6 +41,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/cmd/internal/version"
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
@@ -111,6 +112,7 @@ type Main struct {
 	done           chan error
 	closeOnce      sync.Once
 	closeErr       error
+	tracing        *tracing.Tracing
 }
 
 // remote is an S3 prefix mirrored into a local directory.
@@ -224,6 +226,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.done = make(chan error, 2)
 	m.loaded = make(chan struct{})
 	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
+	if m.tracing, err = tracing.Setup(ctx, "carbonserve", version.Get().Version); err != nil {
+		return err
+	}
 	if err := m.resolveSources(); err != nil {
 		return err
 	}
@@ -259,7 +264,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		rest.WithBodyBudget(oip.NewBodyBudget(BodyBudgetPerCPU*int64(runtime.GOMAXPROCS(0)), freeBodyBytes))))
 	base := context.WithoutCancel(ctx)
 	m.httpSrv = &http.Server{
-		Handler:           mux,
+		Handler:           tracing.Handler(mux, "carbonserve"),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -349,7 +354,7 @@ func (m *Main) startGRPC() {
 	maxMsg := m.grpcMaxMessage()
 	m.grpcHealth = oipgrpc.NewHealth(m.backend())
 	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger), oipgrpc.ServerGate(m.gate), oipgrpc.ServerMaxMessageSize(maxMsg),
-		oipgrpc.ServerHealth(m.grpcHealth))
+		oipgrpc.ServerHealth(m.grpcHealth), oipgrpc.ServerGRPCOptions(tracing.ServerOptions()...))
 	srv, ln := m.grpcSrv, m.grpcLn
 	m.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -514,6 +519,7 @@ func (m *Main) Done() <-chan error { return m.done }
 // again returns the first result.
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
+		defer func() { m.closeErr = errors.Join(m.closeErr, m.tracing.Close()) }()
 		if m.httpSrv == nil {
 			m.closeListeners()
 			return

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/tracing"
 )
 
 // Key names one cached forecast.
@@ -216,7 +217,8 @@ func (c *Cache) join(ctx context.Context, key Key, issue time.Time, background b
 	if d, ok := ctx.Deadline(); ok && !background {
 		deadline = d
 	}
-	cctx, cancel := context.WithDeadline(c.base, deadline)
+	// The first caller's span, if any, is the computation's parent.
+	cctx, cancel := context.WithDeadline(tracing.Carry(c.base, ctx), deadline)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

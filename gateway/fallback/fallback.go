@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/tracing"
 )
 
 // Step is one step of the chain.
@@ -109,7 +112,8 @@ func (c *Chain) Known(zone forecast.Zone) bool { return c.known(zone) }
 // Errors: EINVALID "zones" for an unknown zone or a bad request; the caller's
 // context error when it ends; EUNAVAILABLE when every step failed. A step
 // that ignores its context is abandoned at its deadline (its result is
-// dropped), so the chain never waits past a step's deadline.
+// dropped), so the chain never waits past a step's deadline. With tracing
+// on, each step tried is a span ("fallback <step>") ending with its error.
 func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Forecast, error) {
 	if !c.known(req.Zone) {
 		return forecast.Forecast{}, forecast.FieldErrorf(forecast.EINVALID, "zones", "unknown zone %s: no history and no climatology", req.Zone)
@@ -127,7 +131,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 			why, skipped = append(why, fmt.Sprintf("%s: no %s forecaster for %s", s.Name, s.Name, req.Zone)), append(skipped, s.Name)
 			continue
 		}
-		fc, err := c.try(ctx, s, f, req)
+		fc, err := c.traced(ctx, s, f, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return forecast.Forecast{}, ctx.Err()
@@ -192,6 +196,19 @@ var errTimeout = errors.New("step deadline exceeded")
 type result struct {
 	fc  forecast.Forecast
 	err error
+}
+
+// traced is try in a span of its own ("fallback <step>", with the zone,
+// signal and the step's source) when tracing is on.
+func (c *Chain) traced(ctx context.Context, s Step, f forecast.Forecaster, req forecast.Request) (forecast.Forecast, error) {
+	ctx, span := tracing.Start(ctx, "fallback "+s.Name, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("carbongate.zone", string(req.Zone)),
+			attribute.String("carbongate.signal", string(req.Signal)), attribute.String("carbongate.source", string(s.Source)))
+	}
+	fc, err := c.try(ctx, s, f, req)
+	tracing.End(span, err)
+	return fc, err
 }
 
 // try runs one step under its deadline and checks its answer.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/oip"
 )
 
@@ -253,7 +254,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // timeouts set.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
-		Handler:           s,
+		Handler:           tracing.Handler(s, "carbongate"),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      s.cfg.RequestTimeout + 5*time.Second,

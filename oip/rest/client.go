@@ -63,6 +63,13 @@ func WithTransport(rt http.RoundTripper) ClientOption {
 	}
 }
 
+// WithTransportWrapper wraps the client's transport (its own, or the one
+// WithTransport set) with wrap, e.g. to instrument it; the client still
+// closes its own transport's idle connections on Close.
+func WithTransportWrapper(wrap func(http.RoundTripper) http.RoundTripper) ClientOption {
+	return func(c *Client) { c.hc.Transport = wrap(c.hc.Transport) }
+}
+
 // WithMaxResponseBytes limits response bodies (default
 // DefaultMaxResponseBytes); a larger one fails with EUNAVAILABLE.
 func WithMaxResponseBytes(n int64) ClientOption {
