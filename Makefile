@@ -109,7 +109,9 @@ fmt-check:
 # binary runs its own server in a temp dir). The Python peers (KServe,
 # MLServer, MLflow) and SeaweedFS live in virtualenvs outside the clone,
 # keyed by the hash of their pinned requirements. kube-apiserver and etcd
-# are built once from test/setup/kube/ (several minutes; cached the same way).
+# are built once from test/setup/kube/ (several minutes; cached the same way),
+# the OpenTelemetry Collector the tracing test exports to from
+# test/setup/otelcol/.
 # CrateDB is unpacked once from ../shared/peers/cratedb/ beside the clone
 # (test/setup/cratedb.sh); each test binary runs its own server as well.
 test: fmt-check vet lint
@@ -122,13 +124,14 @@ test: fmt-check vet lint
 	CARBONGATE_CCF=$$(test/setup/ccf.sh) && \
 	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
 	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && \
+	CARBONGATE_OTELCOL=$$(test/setup/otelcol.sh) && \
 	CARBONGATE_VENV_KSERVE=$$(test/setup/venv.sh test/python/requirements-kserve.txt) && \
 	CARBONGATE_VENV_MLSERVER=$$(test/setup/venv.sh test/python/requirements-mlserver.txt) && \
 	CARBONGATE_VENV_MLFLOW=$$(test/setup/venv.sh test/python/requirements-mlflow.txt) && \
 	CARBONGATE_VENV_MLFLOW_CRATEDB=$$(test/setup/venv.sh test/python/requirements-mlflow-cratedb.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_OTELCOL CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	$(GO) test -count=1 -tags interop -timeout 25m ./...
 
 test-short: fmt-check vet

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# otelcol.sh — make sure an OpenTelemetry Collector at a pinned version is
+# built and print its path on stdout (logs go to stderr). The tracing tests
+# export carbongate's and carbonserve's spans to it over OTLP and read them
+# back from its file exporter.
+#
+# It comes from the small tools module in test/setup/otelcol/ (not the
+# product's go.mod): go.opentelemetry.io/collector/otelcol with only the OTLP
+# receiver and the contrib file exporter, so it builds in a few minutes from
+# the Go module proxy alone instead of the full distribution's hundreds of
+# components. The binary goes to
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/carbongate/otelcol-<version>-<first 12 hex of sha256(tools module files)>/otelcol
+# so a changed pin builds a new one and reruns return at once; a lock keeps
+# concurrent callers from building twice.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+mod="$here/otelcol"
+version="$(sed -n 's/^\tgo.opentelemetry.io\/collector\/otelcol \(v[0-9.]*\).*/\1/p' "$mod/go.mod")"
+[ -n "$version" ] || { echo "otelcol.sh: no go.opentelemetry.io/collector/otelcol in $mod/go.mod" >&2; exit 1; }
+
+key="$(cd "$mod" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
+  xargs sha256sum | sha256sum | cut -c1-12)"
+root="${XDG_CACHE_HOME:-$HOME/.cache}/carbongate"
+dir="$root/otelcol-$version-$key"
+bin="$dir/otelcol"
+
+if [ -x "$bin" ]; then
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$root"
+exec 9>"$root/otelcol-$version-$key.lock"
+flock 9
+if [ ! -x "$bin" ]; then
+  start=$SECONDS
+  echo "otelcol.sh: building the OpenTelemetry Collector $version (OTLP receiver, file exporter) into $dir (once)" >&2
+  tmp="$(mktemp -d "$root/otelcol-build.XXXXXX")"
+  trap 'rm -rf "$tmp"' EXIT
+  # GOWORK=off and -mod=readonly: the tools module's own go.mod and go.sum, never edited.
+  (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
+    go build -trimpath -ldflags "-s -w" -o "$tmp/otelcol" .) >&2
+  "$tmp/otelcol" components >/dev/null
+  mkdir -p "$dir"
+  mv -f "$tmp/otelcol" "$bin"
+  echo "otelcol.sh: built $bin in $((SECONDS - start))s" >&2
+fi
+echo "$bin"
