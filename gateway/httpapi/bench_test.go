@@ -20,6 +20,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/embedded"
+	"github.com/carbongate/carbongate/gateway/tracing"
 )
 
 // benchBody asks across all 12 bundled zones: a 3-hour job, 48-hour deadline.
@@ -181,4 +182,95 @@ func BenchmarkScheduleVsBare(b *testing.B) {
 	fmt.Printf("schedule (12 cached zones, %d-byte response, GOMAXPROCS %d): carbongate %.0f req/s, bare net/http %.0f req/s\n",
 		len(constant), runtime.GOMAXPROCS(0), 1e9/ours, 1e9/ref)
 	fmt.Printf("throughput ratio carbongate/bare = %.2f (goal >= 0.5)\n", ref/ours)
+}
+
+// BenchmarkScheduleTracing measures POST /v1/schedule with 12 cached zones
+// served three ways in this run: the API handler alone ("untraced", what
+// carbongate served before it could trace), the server's handler with
+// tracing off (no OTEL_* variables: what carbongate serves by default) and
+// with tracing on, exporting every span over OTLP/HTTP to a loopback
+// receiver that discards them. Untraced and off alternate three times and
+// each keeps its best round, so a busy machine's noise falls on both. It
+// prints the throughput ratios to the untraced handler last (goal for off:
+// ≥ 0.97, i.e. within noise).
+func BenchmarkScheduleTracing(b *testing.B) {
+	tables, err := bundled.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	regs, err := regions.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	if err := g.Warm(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	api, err := New(Config{Service: g.Service, Metrics: reg, AccessLog: true, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(benchBody)
+	c := benchClient()
+	defer c.CloseIdleConnections()
+	nsPerOp := map[string]float64{}
+	run := func(name string, h http.Handler) {
+		ts := httptest.NewServer(h)
+		defer ts.Close()
+		var last float64 // of the final, longest call
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			var failed atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if code, err := post(c, ts.URL+"/v1/schedule", body); err != nil || code != 200 {
+						failed.Add(1)
+					}
+				}
+			})
+			if failed.Load() > 0 {
+				b.Fatalf("%d requests failed", failed.Load())
+			}
+			last = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		})
+		if best, ok := nsPerOp[name]; !ok || last < best {
+			nsPerOp[name] = last
+		}
+	}
+	tr, err := tracing.Setup(context.Background(), "carbongate", "bench") // no OTEL_* set: off
+	if err != nil || tracing.Enabled() {
+		b.Fatalf("tracing with no OTEL_* variables: on %v, err %v", tracing.Enabled(), err)
+	}
+	for range 3 {
+		run("untraced", api)
+		run("off", api.HTTPServer().Handler)
+	}
+
+	var exported atomic.Int64
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		exported.Add(n)
+	}))
+	defer receiver.Close()
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
+	if tr, err = tracing.Setup(context.Background(), "carbongate", "bench"); err != nil || !tracing.Enabled() {
+		b.Fatalf("tracing with an OTLP endpoint: on %v, err %v", tracing.Enabled(), err)
+	}
+	run("on", api.HTTPServer().Handler)
+	if err := tr.Close(); err != nil { // flushes; later benchmarks run untraced
+		b.Fatal(err)
+	}
+	if exported.Load() == 0 {
+		b.Fatal("tracing on: nothing exported")
+	}
+	ref := nsPerOp["untraced"]
+	fmt.Printf("schedule tracing (12 cached zones, GOMAXPROCS %d): untraced %.0f req/s, off %.0f req/s, on %.0f req/s\n",
+		runtime.GOMAXPROCS(0), 1e9/ref, 1e9/nsPerOp["off"], 1e9/nsPerOp["on"])
+	fmt.Printf("throughput ratio off/untraced = %.2f (goal >= 0.97), on/untraced = %.2f\n", ref/nsPerOp["off"], ref/nsPerOp["on"])
 }

@@ -124,11 +124,14 @@ func exporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExp
 }
 
 // Close exports the spans still buffered and stops the exporter, within
-// ShutdownTimeout. Spans started afterwards are dropped.
+// ShutdownTimeout. Tracing is off afterwards: spans of instrumentation
+// built before are dropped, and what is built after is not instrumented.
 func (t *Tracing) Close() error {
 	if t == nil || t.tp == nil {
 		return nil
 	}
+	on.Store(false)
+	otel.SetTracerProvider(noop.NewTracerProvider())
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	if err := t.tp.Shutdown(ctx); err != nil {
