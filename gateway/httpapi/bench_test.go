@@ -27,9 +27,17 @@ import (
 const benchBody = `{"zones":["US-CAL-CISO","US-MIDA-PJM","US-TEX-ERCO","US-NE-ISNE","US-NY-NYIS","US-FLA-FPL","US-NW-BPAT","DE","NL","ES","SE","PL"],` +
 	`"duration":"PT3H","deadline":"2021-06-03T00:00:00Z"}`
 
-// benchServer serves the embedded gateway with its 12 zones' forecasts
-// cached, with JSON access logs (discarded) as in production.
+// benchServer serves benchAPI.
 func benchServer(b *testing.B) *httptest.Server {
+	b.Helper()
+	ts := httptest.NewServer(benchAPI(b))
+	b.Cleanup(ts.Close)
+	return ts
+}
+
+// benchAPI is the API of the embedded gateway with its 12 zones' forecasts
+// cached, with JSON access logs (discarded) as in production.
+func benchAPI(b *testing.B) *Server {
 	b.Helper()
 	tables, err := bundled.Load()
 	if err != nil {
@@ -52,9 +60,7 @@ func benchServer(b *testing.B) *httptest.Server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := httptest.NewServer(api)
-	b.Cleanup(ts.Close)
-	return ts
+	return api
 }
 
 func benchClient() *http.Client {
@@ -194,27 +200,7 @@ func BenchmarkScheduleVsBare(b *testing.B) {
 // prints the throughput ratios to the untraced handler last (goal for off:
 // ≥ 0.97, i.e. within noise).
 func BenchmarkScheduleTracing(b *testing.B) {
-	tables, err := bundled.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
-	regs, err := regions.Default()
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { g.Close() })
-	if err := g.Warm(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	api, err := New(Config{Service: g.Service, Metrics: reg, AccessLog: true, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	api := benchAPI(b)
 	body := []byte(benchBody)
 	c := benchClient()
 	defer c.CloseIdleConnections()
