@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -42,7 +44,7 @@ func TestSetupOff(t *testing.T) {
 		})
 	}
 	h := http.NotFoundHandler()
-	if got := Handler(h, "x"); got == nil || DialOptions() != nil || ServerOptions() != nil || Transport(http.DefaultTransport) != http.DefaultTransport {
+	if got := Handler(h, "x"); got == nil || DialOptions() != nil || ServerOptions() != nil || Transport(http.DefaultTransport) != http.DefaultTransport || QueryTracer() != nil {
 		t.Fatalf("off: helpers wrapped something")
 	}
 	ctx, failed := context.Background(), errors.New("x")
@@ -101,6 +103,12 @@ func TestSetupOn(t *testing.T) {
 		if got, want := trace.SpanContextFromContext(carried).SpanID(), span.SpanContext().SpanID(); got != want {
 			t.Fatalf("%s: carried span %v, want %v", protocol, got, want)
 		}
+		qctx := QueryTracer().TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{SQL: " select 1"})
+		query := trace.SpanFromContext(qctx)
+		if ro, ok := query.(sdktrace.ReadOnlySpan); !ok || ro.Name() != "SELECT" || ro.Parent().SpanID() != span.SpanContext().SpanID() {
+			t.Fatalf("%s: query span %+v, want SELECT, child of the request", protocol, query)
+		}
+		QueryTracer().TraceQueryEnd(qctx, nil, pgx.TraceQueryEndData{})
 		End(span, nil)
 		if len(DialOptions()) != 1 || len(ServerOptions()) != 1 || Transport(nil) == http.DefaultTransport {
 			t.Fatalf("%s: on: helpers wrapped nothing", protocol)

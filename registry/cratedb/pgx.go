@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -65,6 +66,7 @@ func Connect(ctx context.Context, url string) (*PGX, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
+	cfg.ConnConfig.Tracer = tracing.QueryTracer() // nil while tracing is off
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, &forecast.Error{Code: forecast.EINVALID, Message: "cratedb: cannot configure connection pool", Err: err}

@@ -40,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -114,6 +115,7 @@ func parseConfig(url string) (*pgxpool.Config, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
+	cfg.ConnConfig.Tracer = tracing.QueryTracer() // nil while tracing is off
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "carbongate"
 	}

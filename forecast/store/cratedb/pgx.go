@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/tracing"
 )
 
 // PGX is a DB over a pgx connection pool. Statements without arguments
@@ -39,6 +40,7 @@ func Connect(ctx context.Context, url string) (*PGX, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
+	cfg.ConnConfig.Tracer = tracing.QueryTracer() // nil while tracing is off
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, &forecast.Error{Code: forecast.EINVALID, Field: "store", Message: "cannot configure the CrateDB connection pool", Err: err}

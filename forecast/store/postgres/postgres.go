@@ -36,6 +36,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/gateway/tracing"
 )
 
 // Timeouts applied when the caller's context has no deadline.
@@ -80,6 +81,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
+	cfg.ConnConfig.Tracer = tracing.QueryTracer() // nil while tracing is off
 	for k, v := range map[string]string{
 		"application_name": "carbongate-store",
 		// Room for a large staging batch in memory (the default is
