@@ -106,9 +106,15 @@ func Run(tb testing.TB, path string, args ...string) {
 // once /readyz answers 200.
 func StartGateway(tb testing.TB, path string, args ...string) string {
 	tb.Helper()
+	return StartGatewayEnv(tb, path, nil, args...)
+}
+
+// StartGatewayEnv is StartGateway with env added to the environment.
+func StartGatewayEnv(tb testing.TB, path string, env []string, args ...string) string {
+	tb.Helper()
 	var base string
 	StartBinary(tb, Binary{
-		Name: "carbongate", Path: path,
+		Name: "carbongate", Path: path, Env: env,
 		ArgsFor: func() []string {
 			p := FreePort(tb)
 			base = fmt.Sprintf("http://127.0.0.1:%d", p)

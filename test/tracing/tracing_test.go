@@ -4,7 +4,8 @@
 // OpenTelemetry Collector (test/setup/otelcol.sh): one /v1/schedule through
 // carbongate and two carbonserve model servers, one routed over gRPC and one
 // over REST, arrives as one trace whose spans link parent to child across
-// the three processes. Run with `go test -tags interop ./test/tracing` (make
+// the three processes; and a registry API request on a real PostgreSQL
+// holds its queries. Run with `go test -tags interop ./test/tracing` (make
 // test does).
 package tracing
 
@@ -38,10 +39,6 @@ func TestScheduleTrace(t *testing.T) {
 	services.Run(t, filepath.Join(bin, "carbonctl"), "train", "--data", "bundled", "--until", "2021-01-01T00:00:00Z",
 		"--signal", "lifecycle", "--zones", grpcZone+","+restZone, "--out", models)
 
-	// A short batch delay so spans reach the collector while the test polls.
-	exportTo := func(protocol, endpoint string) []string {
-		return []string{"OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol, "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100"}
-	}
 	var routes strings.Builder
 	for _, z := range []struct {
 		zone, protocol string
@@ -77,18 +74,8 @@ func TestScheduleTrace(t *testing.T) {
 	// of the hour that needs it. At 360 times the wall speed the replay hour
 	// turns every 10 s, while the cache's own refresh polls once a minute:
 	// requests after the turn compute the forecasts, in their own traces.
-	var gateway string
-	services.StartBinary(t, services.Binary{
-		Name: "carbongate", Path: filepath.Join(bin, "carbongate"), Env: exportTo("http/protobuf", col.HTTP),
-		ArgsFor: func() []string {
-			p := services.FreePort(t)
-			gateway = fmt.Sprintf("http://127.0.0.1:%d", p)
-			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", p), "--routes", routesFile,
-				"--clock", "replay", "--replay-start", "2021-06-01T06:00:00Z", "--replay-speed", "360",
-				"--drain-delay", "0s", "--access-log=false", "--upstream-timeout", "5s"}
-		},
-		Ready: func(ctx context.Context) error { return services.HTTPReady(gateway + "/readyz")(ctx) },
-	})
+	gateway := services.StartGatewayEnv(t, filepath.Join(bin, "carbongate"), exportTo("http/protobuf", col.HTTP), "--routes", routesFile,
+		"--clock", "replay", "--replay-start", "2021-06-01T06:00:00Z", "--replay-speed", "360", "--upstream-timeout", "5s")
 
 	hc := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(2 * time.Minute)
@@ -104,6 +91,59 @@ func TestScheduleTrace(t *testing.T) {
 			t.Fatalf("no trace of a /v1/schedule reached both carbonserve servers in 2 minutes; %d spans exported:\n%s", len(spans), summary(spans))
 		}
 		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// exportTo is the environment that sends a process's spans to endpoint, with
+// a short batch delay so that they reach the collector while a test polls.
+func exportTo(protocol, endpoint string) []string {
+	return []string{"OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol, "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100"}
+}
+
+// TestRegistryQueryTrace: with the registry on a real PostgreSQL, a
+// registry API request's trace holds its queries as client spans, children
+// of the request's server span.
+func TestRegistryQueryTrace(t *testing.T) {
+	col := services.StartCollector(t)
+	bin := services.GoBuild(t, "carbongate", "carbonctl")
+	dbURL := services.StartPostgres(t).Database(t)
+	services.Run(t, filepath.Join(bin, "carbonctl"), "registry", "migrate", "--registry", dbURL)
+	gateway := services.StartGatewayEnv(t, filepath.Join(bin, "carbongate"), exportTo("http/protobuf", col.HTTP), "--registry", dbURL, "--registry-cache-dir", t.TempDir())
+
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Post(gateway+"/api/2.0/mlflow/registered-models/create", "application/json", strings.NewReader(`{"name":"carbon-forecaster-DE"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("registered-models/create: status %d: %s", resp.StatusCode, body)
+	}
+	const route = "POST /api/2.0/mlflow/registered-models/create"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spans := col.Spans(t)
+		var root services.Span
+		for _, s := range spans {
+			if s.Service == "carbongate" && s.Kind == services.SpanServer && s.Name == route {
+				root = s
+			}
+		}
+		var queries []string
+		for _, s := range spans {
+			if s.TraceID == root.TraceID && s.ParentID == root.SpanID && s.Kind == services.SpanClient {
+				queries = append(queries, s.Name)
+			}
+		}
+		if root.SpanID != "" && len(queries) > 0 {
+			t.Logf("%s: %d query spans: %v", route, len(queries), queries)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace of %s with query spans under its server span in 30 s:\n%s", route, summary(spans))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
