@@ -229,8 +229,10 @@ func BenchmarkScheduleTracing(b *testing.B) {
 			nsPerOp[name] = last
 		}
 	}
-	tr, err := tracing.Setup(context.Background(), "carbongate", "bench") // no OTEL_* set: off
-	if err != nil || tracing.Enabled() {
+	for _, v := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		b.Setenv(v, "") // as unset
+	}
+	if _, err := tracing.Setup(context.Background(), "carbongate", "bench"); err != nil || tracing.Enabled() {
 		b.Fatalf("tracing with no OTEL_* variables: on %v, err %v", tracing.Enabled(), err)
 	}
 	for range 3 {
@@ -245,7 +247,8 @@ func BenchmarkScheduleTracing(b *testing.B) {
 	}))
 	defer receiver.Close()
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
-	if tr, err = tracing.Setup(context.Background(), "carbongate", "bench"); err != nil || !tracing.Enabled() {
+	tr, err := tracing.Setup(context.Background(), "carbongate", "bench")
+	if err != nil || !tracing.Enabled() {
 		b.Fatalf("tracing with an OTLP endpoint: on %v, err %v", tracing.Enabled(), err)
 	}
 	run("on", api.HTTPServer().Handler)
