@@ -175,14 +175,21 @@ func Carry(dst, src context.Context) context.Context {
 
 // Handler returns h wrapped to continue the caller's trace (traceparent)
 // in a server span per request, named by method and path, when tracing is
-// on; h itself otherwise.
+// on; h itself otherwise. Probes and scrapes (/healthz, /readyz, /metrics,
+// OIP's /v2/health/live and /v2/health/ready) have no span.
 func Handler(h http.Handler, operation string) http.Handler {
 	if !on.Load() {
 		return h
 	}
-	return otelhttp.NewHandler(h, operation, otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-		return r.Method + " " + r.URL.Path
-	}))
+	return otelhttp.NewHandler(h, operation,
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			switch r.URL.Path {
+			case "/healthz", "/readyz", "/metrics", "/v2/health/live", "/v2/health/ready":
+				return false
+			}
+			return true
+		}))
 }
 
 // Transport returns rt wrapped to make a client span per request and send

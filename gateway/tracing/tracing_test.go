@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -110,6 +111,16 @@ func TestSetupOn(t *testing.T) {
 		}
 		QueryTracer().TraceQueryEnd(qctx, nil, pgx.TraceQueryEndData{})
 		End(span, nil)
+		for path, want := range map[string]bool{"/v1/schedule": true, "/healthz": false, "/v2/health/ready": false} {
+			var recording bool
+			h := Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				recording = trace.SpanFromContext(r.Context()).IsRecording()
+			}), "test")
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+			if recording != want {
+				t.Errorf("%s: %s has a span: %v, want %v", protocol, path, recording, want)
+			}
+		}
 		if len(DialOptions()) != 1 || len(ServerOptions()) != 1 || Transport(nil) == http.DefaultTransport {
 			t.Fatalf("%s: on: helpers wrapped nothing", protocol)
 		}
