@@ -245,7 +245,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.done = make(chan error, 1)
 	}
 	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
-	if m.tracing, err = tracing.Setup(ctx, "carbongate", version.Get().Version); err != nil {
+	if m.tracing, err = tracing.Setup(ctx, m.Logger, "carbongate", version.Get().Version); err != nil {
 		return err
 	}
 	clk, err := m.clock()

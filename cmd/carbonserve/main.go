@@ -226,7 +226,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.done = make(chan error, 2)
 	m.loaded = make(chan struct{})
 	m.Logger = daemon.NewLogger(m.Stderr, m.LogLevel)
-	if m.tracing, err = tracing.Setup(ctx, "carbonserve", version.Get().Version); err != nil {
+	if m.tracing, err = tracing.Setup(ctx, m.Logger, "carbonserve", version.Get().Version); err != nil {
 		return err
 	}
 	if err := m.resolveSources(); err != nil {

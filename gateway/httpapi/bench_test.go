@@ -232,7 +232,7 @@ func BenchmarkScheduleTracing(b *testing.B) {
 	for _, v := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
 		b.Setenv(v, "") // as unset
 	}
-	if _, err := tracing.Setup(context.Background(), "carbongate", "bench"); err != nil || tracing.Enabled() {
+	if _, err := tracing.Setup(context.Background(), nil, "carbongate", "bench"); err != nil || tracing.Enabled() {
 		b.Fatalf("tracing with no OTEL_* variables: on %v, err %v", tracing.Enabled(), err)
 	}
 	for range 3 {
@@ -247,7 +247,7 @@ func BenchmarkScheduleTracing(b *testing.B) {
 	}))
 	defer receiver.Close()
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
-	tr, err := tracing.Setup(context.Background(), "carbongate", "bench")
+	tr, err := tracing.Setup(context.Background(), nil, "carbongate", "bench")
 	if err != nil || !tracing.Enabled() {
 		b.Fatalf("tracing with an OTLP endpoint: on %v, err %v", tracing.Enabled(), err)
 	}

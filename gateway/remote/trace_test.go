@@ -41,7 +41,7 @@ func TestTraceparent(t *testing.T) {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	defer receiver.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
-	tr, err := tracing.Setup(context.Background(), "carbongate", "test")
+	tr, err := tracing.Setup(context.Background(), nil, "carbongate", "test")
 	if err != nil {
 		t.Fatal(err)
 	}

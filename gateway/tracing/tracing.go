@@ -13,7 +13,7 @@
 // (default parentbased_always_on), with the resource of OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES (service.name defaults to the binary's name). The
 // W3C traceparent and baggage headers are read from requests and written to
-// outbound calls.
+// outbound calls. QueryTracer adds a span per PostgreSQL or CrateDB query.
 //
 // OpenTelemetry's tracer provider and propagator are process-wide; so is
 // whether tracing is on. Setup sets them once, before the servers and clients
@@ -24,6 +24,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -68,11 +69,16 @@ type Tracing struct {
 // Setup reads the OTEL_* environment (see the package doc) and, when it asks
 // for tracing, installs a tracer provider exporting to OTLP and the W3C
 // propagators, for the service named service (unless OTEL_SERVICE_NAME says
-// otherwise) at version. It returns an off Tracing when the environment does
+// otherwise) at version; failed exports are logged to log (nil: not
+// logged) as warnings. It returns an off Tracing when the environment does
 // not ask for tracing, and EINVALID naming the variable for a value it does
 // not support. Nothing connects before the first export.
-func Setup(ctx context.Context, service, version string) (*Tracing, error) {
-	return setup(ctx, os.Getenv, service, version)
+func Setup(ctx context.Context, log *slog.Logger, service, version string) (*Tracing, error) {
+	t, err := setup(ctx, os.Getenv, service, version)
+	if err == nil && t.tp != nil && log != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "error", err) }))
+	}
+	return t, err
 }
 
 func setup(ctx context.Context, getenv func(string) string, service, version string) (*Tracing, error) {

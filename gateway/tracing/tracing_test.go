@@ -1,10 +1,14 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +93,7 @@ func TestSetupOn(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
 	for _, protocol := range []string{"http/protobuf", "grpc"} {
 		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
-		tr, err := Setup(context.Background(), "carbongate", "v0")
+		tr, err := Setup(context.Background(), nil, "carbongate", "v0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +132,44 @@ func TestSetupOn(t *testing.T) {
 		_ = tr.Close() // the last export fails: nothing listens
 		if d := time.Since(t0); d > ShutdownTimeout+time.Second {
 			t.Fatalf("%s: Close took %v, want at most %v", protocol, d, ShutdownTimeout)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the exporter's goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestExportErrorsLogged: a failed export is a warning in Setup's logger.
+func TestExportErrorsLogged(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	var logs lockedBuffer
+	tr, err := Setup(context.Background(), slog.New(slog.NewJSONHandler(&logs, nil)), "carbongate", "v0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	_, span := Start(context.Background(), "request", trace.SpanKindServer)
+	span.End()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), `"level":"WARN","msg":"tracing","error":"traces export`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no export failure logged in 20 s; logs: %s", logs.String())
 		}
 	}
 }
