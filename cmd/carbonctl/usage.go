@@ -7,9 +7,6 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 )
 
-// usageError marks an error caused by the command line itself (exit 2).
-type usageError = cli.UsageError
-
 func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 func isUsage(err error) bool { return cli.IsUsage(err) }
