@@ -60,7 +60,10 @@ func BenchmarkHeldWorkloads(b *testing.B) {
 		first := time.Duration(n/100)*time.Second + 20*time.Second
 		due := make([]time.Time, n) // wall time each is due
 		ctx := context.Background()
-		w, err := kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: hold.Label + "=" + hold.Released})
+		watchFrom := func(rv string) (watch.Interface, error) {
+			return kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: hold.Label + "=" + hold.Released, ResourceVersion: rv})
+		}
+		w, err := watchFrom("")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,7 +83,7 @@ func BenchmarkHeldWorkloads(b *testing.B) {
 		cpu0, idle0 := services.ProcCPU(b, g.Pid()), time.Now()
 		time.Sleep(time.Until(wall0.Add(first)) - time.Second)
 		idleCPU := float64(services.ProcCPU(b, g.Pid())-cpu0) / float64(time.Since(idle0))
-		lags := watchReleases(b, w, due, wall0.Add(first+spread+time.Minute))
+		lags := watchReleases(b, w, watchFrom, due, wall0.Add(first+spread+time.Minute))
 		slices.Sort(lags)
 		q := func(p float64) time.Duration {
 			return lags[min(len(lags)-1, int(p*float64(len(lags))))].Round(time.Millisecond)
@@ -121,10 +124,12 @@ func createHeld(b *testing.B, kube kubernetes.Interface, ns string, n int, d fun
 }
 
 // watchReleases returns the lag of every release the watch shows (due[i]
-// is when job-i was due), until all are seen or deadline passes.
-func watchReleases(b *testing.B, w watch.Interface, due []time.Time, deadline time.Time) []time.Duration {
+// is when job-i was due), until all are seen or deadline passes. A watch
+// the API server ends is resumed from the last resource version seen.
+func watchReleases(b *testing.B, w watch.Interface, rewatch func(rv string) (watch.Interface, error), due []time.Time, deadline time.Time) []time.Duration {
 	b.Helper()
-	defer w.Stop()
+	defer func() { w.Stop() }()
+	rv := ""
 	seen := make(map[string]bool, len(due))
 	lags := make([]time.Duration, 0, len(due))
 	timeout := time.After(time.Until(deadline))
@@ -132,10 +137,21 @@ func watchReleases(b *testing.B, w watch.Interface, due []time.Time, deadline ti
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				b.Fatalf("the watch ended after %d of %d releases", len(lags), len(due))
+				var err error
+				if w, err = rewatch(rv); err != nil {
+					b.Fatalf("resuming the watch after %d of %d releases: %v", len(lags), len(due), err)
+				}
+				continue
 			}
 			j, isJob := ev.Object.(*batchv1.Job)
-			if !isJob || seen[j.Name] || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
+			if !isJob {
+				if st, isStatus := ev.Object.(*metav1.Status); isStatus {
+					b.Fatalf("the watch failed after %d of %d releases: %s", len(lags), len(due), st.Message)
+				}
+				continue
+			}
+			rv = j.ResourceVersion
+			if seen[j.Name] || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
 				continue
 			}
 			i, err := strconv.Atoi(j.Name[len("job-"):])
