@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models"
 )
 
 // Limits from MLflow's schema (VARCHAR sizes) and validation.
@@ -158,8 +159,9 @@ func ParseVersion(field, s string) (int64, error) {
 const (
 	// ChampionAlias is the alias that serves.
 	ChampionAlias = "champion"
-	// ModelPrefix + zone (or "generic") is a registered model's name.
-	ModelPrefix = "carbon-forecaster-"
+	// ModelPrefix + zone (or "generic") is a registered model's name: the
+	// models' own naming (models.NamePrefix), not a second copy of it.
+	ModelPrefix = models.NamePrefix
 )
 
 // ModelName is the registered model name for zone ("" means generic).
