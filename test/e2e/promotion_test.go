@@ -62,7 +62,7 @@ func TestPromotionUnderLoad(t *testing.T) {
 // notify: carbongate reads the alias table every --registry-poll.
 func TestPromotionUnderLoadCrateDB(t *testing.T) {
 	crate := services.StartPrivateCrateDB(t)
-	promotionUnderLoad(t, promotionDB{uri: crateRegistryURI(crate.Schema(t)), stop: crate.Stop, start: crate.Start})
+	promotionUnderLoad(t, promotionDB{uri: crateRegistryURI(crate.Schema(t)), stop: crate.Stop, start: crate.Start, afterRestart: 10 * time.Second})
 }
 
 // promotionDB is the registry database of promotionUnderLoad: its
@@ -70,6 +70,11 @@ func TestPromotionUnderLoadCrateDB(t *testing.T) {
 type promotionDB struct {
 	uri         string
 	stop, start func(testing.TB)
+	// afterRestart bounds the promotion made once the database is back
+	// (0: the 2 s of any promotion). CrateDB's first reads after a restart
+	// can stall while its shards recover (up to the gateway's 4 s request
+	// timeout, then carbonserve's next poll).
+	afterRestart time.Duration
 }
 
 // promotionUnderLoad: artifacts in SeaweedFS, the registry in db.
@@ -84,7 +89,8 @@ type promotionDB struct {
 // promote --version 3` switches to v3. No request fails, every answer is
 // labelled with a version that never goes back, and each promotion is
 // answered by both servers within 2 s of the promote command's exit (the
-// delays are printed).
+// one right after the restart within db.afterRestart; the delays are
+// printed).
 func promotionUnderLoad(t *testing.T, db promotionDB) {
 	const name = "carbon-forecaster-DE"
 	bin := services.GoBuild(t, "carbongate", "carbonctl", "carbonserve")
@@ -182,14 +188,15 @@ func promotionUnderLoad(t *testing.T, db promotionDB) {
 	waitReadyz(t, base, "ok: 1 models from the registry", 30*time.Second)
 	t.Logf("database down for %v (its restart took %v)", time.Since(down).Round(time.Millisecond), time.Since(restart).Round(time.Millisecond))
 	promote("2", "3")
-	time.Sleep(4 * time.Second)
+	bounds := map[string]time.Duration{"2": 2 * time.Second, "3": max(2*time.Second, db.afterRestart)}
+	time.Sleep(bounds["3"] + 2*time.Second)
 	stop.Store(true)
 
 	for _, s := range []struct {
 		server  string
 		results []versioned
 	}{{"carbongate", <-gateDone}, {"carbonserve", <-serveDone}} {
-		checkPromotions(t, s.server, s.results, promotedAt)
+		checkPromotions(t, s.server, s.results, promotedAt, bounds)
 	}
 }
 
@@ -235,10 +242,10 @@ func inferer(t *testing.T, restURL, model string) func(context.Context) (string,
 }
 
 // checkPromotions checks one server's answers: none failed, versions
-// never went back, and each promoted version was answered within 2 s of
-// its promotion (from carbonctl promote's exit to the end of the first
-// request that version answered).
-func checkPromotions(t *testing.T, server string, results []versioned, promotedAt map[string]time.Time) {
+// never went back, and each promoted version was answered within its
+// bound of its promotion (from carbonctl promote's exit to the end of the
+// first request that version answered).
+func checkPromotions(t *testing.T, server string, results []versioned, promotedAt map[string]time.Time, bounds map[string]time.Duration) {
 	t.Helper()
 	first := map[string]time.Time{} // version → end of its first answer
 	var failed int
@@ -273,8 +280,8 @@ func checkPromotions(t *testing.T, server string, results []versioned, promotedA
 		}
 		delay := first[v].Sub(promotedAt[v])
 		delays = append(delays, fmt.Sprintf("v%s after %v", v, delay.Round(time.Millisecond)))
-		if delay > 2*time.Second {
-			t.Errorf("%s: promotion to v%s took %v to show, want < 2s", server, v, delay)
+		if delay > bounds[v] {
+			t.Errorf("%s: promotion to v%s took %v to show, want < %v", server, v, delay, bounds[v])
 		}
 	}
 	t.Logf("%s: promotions visible: %s (from carbonctl promote's exit to the first answer); %d requests, %d failed",
