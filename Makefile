@@ -66,7 +66,7 @@ run: build $(MODELS)/.done
 	@echo
 	@echo "Other endpoints: /v1/zones  /v1/forecast?zone=DE  /openapi.json  /metrics  /healthz"
 	@echo "MLflow registry API (embedded store $(CACHE)/registry.db): /api/2.0/mlflow/...; promoting a version"
-	@echo "(alias champion) switches what serves, live: see README, 'Model registry'."
+	@echo "(alias champion) switches what serves, live: see docs/registry.md."
 	@echo
 	exec $(BIN)/carbongate --addr $(ADDR) --models $(MODELS) --clock replay --replay-start $(REPLAY_START) --drain-delay 0s \
 		--registry $(CACHE)/registry.db --registry-cache-dir $(CACHE)/registry-models \

@@ -153,7 +153,7 @@ func kubectl(root, kubeconfig string, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// checkHeldJob applies the Job example as the README says and checks the
+// checkHeldJob applies the Job example as docs/kubernetes.md says and checks the
 // stored Job is suspended with its decision, then released by the
 // controller (the replay clock runs at REPLAY_SPEED 360: at most five
 // hours of waiting take 50 s).
