@@ -9,7 +9,7 @@
 // Kubernetes API, in-cluster or with --kubeconfig) while they are Ready.
 //
 // With --routes FILE (a YAML list of OIP model endpoints, see package
-// gateway/routes) each routed zone is forecast by its remote model first:
+// gateway/route) each routed zone is forecast by its remote model first:
 // remote zone model → remote generic model → in-process models → baseline
 // → climatology, each remote step bounded by --upstream-timeout and
 // guarded by a per-endpoint circuit breaker. The file is re-read every
@@ -53,7 +53,6 @@ import (
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/router"
-	"github.com/carbongate/carbongate/gateway/routes"
 	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/models/history"
 )
@@ -421,7 +420,7 @@ func (m *Main) routeSource() (route.Source, error) {
 	case m.RouteSource != nil:
 		return m.RouteSource, nil
 	case m.RoutesFile != "":
-		f, err := routes.NewFile(m.RoutesFile)
+		f, err := route.NewFile(m.RoutesFile)
 		if err != nil {
 			return nil, fmt.Errorf("--routes: %w", err)
 		}

@@ -75,7 +75,7 @@ type Config struct {
 	Registry ModelSet
 
 	// Routes lists the remote OIP model endpoints: a static route file
-	// (gateway/routes), KServe discovery, or anything else implementing
+	// (route.File), KServe discovery, or anything else implementing
 	// route.Source. nil: no remote steps. New reads it once (an error fails
 	// New); Start re-reads it every RouteRefresh. With routes the chain is
 	// remote zone → remote generic → zone → generic (in-process) →
@@ -489,7 +489,7 @@ func (l locator) Locate(provider, region string) (forecast.Zone, error) {
 // NewBundled is New with the bundled data, the default cloud region table
 // and a replay clock at 2021-06-01T00:00:00Z (the carbongate default; the
 // bundled data covers the year before it) filled in where cfg leaves them unset.
-// With cfg.Routes = routes.Static(endpoints) it builds a gateway over a
+// With cfg.Routes = route.Static(endpoints) it builds a gateway over a
 // list of remote models in one call (end-to-end and load tests).
 func NewBundled(cfg Config) (*Gateway, error) {
 	if cfg.Tables == nil {

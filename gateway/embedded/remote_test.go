@@ -18,7 +18,6 @@ import (
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
 	"github.com/carbongate/carbongate/gateway/route"
-	"github.com/carbongate/carbongate/gateway/routes"
 )
 
 // moving is a replay clock that advances with wall time, so the cache's
@@ -81,7 +80,7 @@ func TestRemoteFallback(t *testing.T) {
 	// 2-core machine (10 zones at once; 500 ms was missed there).
 	const upstream = 2 * time.Second
 	g := newGateway(t, Config{
-		Routes:          routes.Static{de.Endpoint, se.Endpoint, pl.Endpoint, ca.Endpoint, tx.Endpoint, nl.Endpoint, killed.Endpoint, gen.Endpoint, dns},
+		Routes:          route.Static{de.Endpoint, se.Endpoint, pl.Endpoint, ca.Endpoint, tx.Endpoint, nl.Endpoint, killed.Endpoint, gen.Endpoint, dns},
 		UpstreamTimeout: upstream,
 	})
 	tests := []struct {
@@ -137,7 +136,7 @@ func TestRemoteBothDown(t *testing.T) {
 	zs, gs := remotetest.ServeREST(t, zb, "DE"), remotetest.ServeGRPC(t, gb, "")
 	zb.SetMode(remotetest.Down)
 	gb.SetMode(remotetest.Hang)
-	g := newGateway(t, Config{Routes: routes.Static{zs.Endpoint, gs.Endpoint}, UpstreamTimeout: 100 * time.Millisecond})
+	g := newGateway(t, Config{Routes: route.Static{zs.Endpoint, gs.Endpoint}, UpstreamTimeout: 100 * time.Millisecond})
 	fc, _, err := g.Service.Forecast(context.Background(), "DE", forecast.SignalLifecycle)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +158,7 @@ func TestRemoteBreaker(t *testing.T) {
 	zb := backend("carbon-forecaster-DE", 100)
 	zs := remotetest.ServeREST(t, zb, "DE")
 	zb.SetMode(remotetest.Down)
-	g := newGateway(t, Config{Routes: routes.Static{zs.Endpoint}, Breaker: breaker.Config{Failures: 2, Cooldown: time.Hour}})
+	g := newGateway(t, Config{Routes: route.Static{zs.Endpoint}, Breaker: breaker.Config{Failures: 2, Cooldown: time.Hour}})
 	req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: replayStart, Horizon: horizon}
 	var fc forecast.Forecast
 	for range 3 {
@@ -229,7 +228,7 @@ func TestRemoteRecovery(t *testing.T) {
 func TestNewBundled(t *testing.T) {
 	t.Parallel()
 	zs := remotetest.ServeGRPC(t, backend("carbon-forecaster-DE", 100), "DE")
-	g, err := NewBundled(Config{Routes: routes.Static{zs.Endpoint}})
+	g, err := NewBundled(Config{Routes: route.Static{zs.Endpoint}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +293,7 @@ func BenchmarkFanOut(b *testing.B) {
 	var last result
 	for _, proto := range []string{route.ProtocolREST, route.ProtocolGRPC} {
 		for _, latency := range []time.Duration{0, 5 * time.Millisecond} {
-			var eps routes.Static
+			var eps route.Static
 			for _, z := range zones {
 				bk := backend("carbon-forecaster-"+string(z), 100)
 				bk.SetDelay(latency)

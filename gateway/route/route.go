@@ -1,6 +1,20 @@
 // Package route says where each zone's forecasting model is served: the
-// Endpoint type shared by static configuration and KServe discovery, and the
-// Source interface both implement.
+// Endpoint type shared by static configuration and KServe discovery, the
+// Source interface both implement, and the static route configuration: a
+// YAML list of OIP model endpoints, one per zone plus at most one for the
+// generic model (File, Load, Parse; Static for a list in code), routed
+// through the same way as KServe discovery.
+//
+//	# routes.yaml
+//	- zone: DE
+//	  protocol: grpc
+//	  url: carbon-forecaster-de.models.example.com:443
+//	  model: carbon-forecaster-de
+//	  authority: carbon-forecaster-de.models.example.com
+//	- zone: generic
+//	  protocol: rest
+//	  url: http://carbon-forecaster-generic.models.svc
+//	  model: carbon-forecaster-generic
 package route
 
 import (

@@ -1,4 +1,4 @@
-package routes
+package route
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/route"
 )
 
 const good = `
@@ -33,7 +32,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []route.Endpoint{
+	want := []Endpoint{
 		{Zone: "DE", Protocol: "grpc", URL: "carbon-forecaster-de.models.example.com:80", Model: "carbon-forecaster-DE", Authority: "carbon-forecaster-de.models.example.com"},
 		{Zone: "US-CAL-CISO", Protocol: "rest", URL: "http://10.0.0.7:8080/prefix", Model: "carbon-forecaster-US-CAL-CISO"},
 		{Zone: "", Protocol: "rest", URL: "https://generic.example.com", Model: "carbon-forecaster-generic"},

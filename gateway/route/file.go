@@ -1,19 +1,4 @@
-// Package routes reads the static route configuration of the gateway: a
-// YAML list of OIP model endpoints, one per zone plus at most one for the
-// generic model. It implements route.Source, so the gateway routes through
-// a file the same way it routes through KServe discovery.
-//
-//	# routes.yaml
-//	- zone: DE
-//	  protocol: grpc
-//	  url: carbon-forecaster-de.models.example.com:443
-//	  model: carbon-forecaster-de
-//	  authority: carbon-forecaster-de.models.example.com
-//	- zone: generic
-//	  protocol: rest
-//	  url: http://carbon-forecaster-generic.models.svc
-//	  model: carbon-forecaster-generic
-package routes
+package route
 
 import (
 	"bytes"
@@ -30,7 +15,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/route"
 )
 
 // GenericZone is the zone value that names the generic model's entry.
@@ -50,7 +34,7 @@ type entry struct {
 // for rest, host:port or dns:///host:port for grpc) and a model name; a zone
 // appears at most once. Unknown keys are errors. Errors are EINVALID and name
 // the entry ("route 3 (zone DE): ...").
-func Parse(r io.Reader) ([]route.Endpoint, error) {
+func Parse(r io.Reader) ([]Endpoint, error) {
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
 	var entries []entry
@@ -63,7 +47,7 @@ func Parse(r io.Reader) ([]route.Endpoint, error) {
 	if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
 		return nil, forecast.Errorf(forecast.EINVALID, "routes: want one YAML document holding a list of routes")
 	}
-	eps := make([]route.Endpoint, 0, len(entries))
+	eps := make([]Endpoint, 0, len(entries))
 	seen := make(map[forecast.Zone]int, len(entries))
 	for i, e := range entries {
 		ep, err := e.endpoint()
@@ -90,8 +74,8 @@ func (e entry) label() string {
 	return ""
 }
 
-func (e entry) endpoint() (route.Endpoint, error) {
-	var ep route.Endpoint
+func (e entry) endpoint() (Endpoint, error) {
+	var ep Endpoint
 	switch z := strings.TrimSpace(e.Zone); {
 	case z == "":
 		return ep, forecast.Errorf(forecast.EINVALID, "zone is required (a zone id or %q)", GenericZone)
@@ -118,19 +102,19 @@ func (e entry) endpoint() (route.Endpoint, error) {
 		return ep, forecast.Errorf(forecast.EINVALID, "url is required")
 	}
 	switch ep.Protocol {
-	case route.ProtocolREST:
+	case ProtocolREST:
 		u, err := url.Parse(ep.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return ep, forecast.Errorf(forecast.EINVALID, "url %q is not an http(s)://host[:port][/path] base URL", ep.URL)
 		}
-	case route.ProtocolGRPC:
+	case ProtocolGRPC:
 		if err := checkTarget(ep.URL); err != nil {
 			return ep, err
 		}
 	case "":
-		return ep, forecast.Errorf(forecast.EINVALID, "protocol is required (%s or %s)", route.ProtocolREST, route.ProtocolGRPC)
+		return ep, forecast.Errorf(forecast.EINVALID, "protocol is required (%s or %s)", ProtocolREST, ProtocolGRPC)
 	default:
-		return ep, forecast.Errorf(forecast.EINVALID, "protocol %q is not %s or %s", e.Protocol, route.ProtocolREST, route.ProtocolGRPC)
+		return ep, forecast.Errorf(forecast.EINVALID, "protocol %q is not %s or %s", e.Protocol, ProtocolREST, ProtocolGRPC)
 	}
 	if strings.ContainsAny(ep.Authority, "/ ") {
 		return ep, forecast.Errorf(forecast.EINVALID, "authority %q must be a host[:port]", ep.Authority)
@@ -152,7 +136,7 @@ func checkTarget(t string) error {
 }
 
 // Load reads and validates the route file at path (see Parse).
-func Load(path string) ([]route.Endpoint, error) {
+func Load(path string) ([]Endpoint, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, forecast.Errorf(forecast.EINVALID, "routes: %v", err)
@@ -165,12 +149,12 @@ func Load(path string) ([]route.Endpoint, error) {
 }
 
 // Static is a fixed list of endpoints.
-type Static []route.Endpoint
+type Static []Endpoint
 
-var _ route.Source = Static(nil)
+var _ Source = Static(nil)
 
 // Endpoints returns a copy of the list.
-func (s Static) Endpoints(ctx context.Context) ([]route.Endpoint, error) {
+func (s Static) Endpoints(ctx context.Context) ([]Endpoint, error) {
 	return slices.Clone(s), nil
 }
 
@@ -181,7 +165,7 @@ type File struct {
 	Path string
 }
 
-var _ route.Source = File{}
+var _ Source = File{}
 
 // NewFile reads and validates the file at path once, so that a broken file
 // fails at startup, and returns a File source over it.
@@ -193,7 +177,7 @@ func NewFile(path string) (File, error) {
 }
 
 // Endpoints reads the file (see Load).
-func (f File) Endpoints(ctx context.Context) ([]route.Endpoint, error) {
+func (f File) Endpoints(ctx context.Context) ([]Endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
