@@ -1,46 +1,31 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/carbongate/carbongate/cmd/internal/cli/clitest"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models/workflow"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 func TestMain(m *testing.M) {
 	clitest.RunMain(main) // the CLI tests start this binary as the command
-	os.Exit(leakcheck.Run(m))
+	os.Exit(testsupport.RunLeakChecked(m))
 }
 
-// syncBuffer collects logs written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func startMain(t *testing.T, args ...string) (*Main, *syncBuffer) {
+func startMain(t *testing.T, args ...string) (*Main, *testsupport.SyncBuffer) {
 	t.Helper()
 	m := NewMain()
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	m.Stderr = logs
 	if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0"}, args...)); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/test/services"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // recordedEM serves the recorded Electricity Maps /history answer for DE
@@ -46,13 +47,13 @@ func recordedEM(t *testing.T, token string) *httptest.Server {
 // answers into PostgreSQL; a gateway restarted on the same store (no
 // poller) forecasts from it.
 func TestIngestIntoStoreThenServe(t *testing.T) {
-	pgURL := services.StartPrivatePostgres(t).Database(t) // private: stopped at cleanup, so leakcheck sees no server goroutine
+	pgURL := services.StartPrivatePostgres(t).Database(t) // private: stopped at cleanup, so the leak check sees no server goroutine
 	em := recordedEM(t, "test-token")
 	now := time.Date(2024, 3, 6, 20, 0, 0, 0, time.UTC)
 	common := []string{"--addr", "127.0.0.1:0", "--drain-delay", "0s", "--store", pgURL, "--replay-start", now.Format(time.RFC3339)}
 
 	m := NewMain()
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	m.Stderr = logs
 	if err := m.ParseFlags(append(common, "--store-migrate", "--ingest-zones", "DE",
 		"--electricitymaps-url", em.URL, "--electricitymaps-token", "test-token")); err != nil {
@@ -108,7 +109,7 @@ func TestIngestIntoStoreThenServe(t *testing.T) {
 	}
 	obs.Values[0] = 534
 	m2 := NewMain()
-	m2.Stderr = &syncBuffer{}
+	m2.Stderr = &testsupport.SyncBuffer{}
 	if err := m2.ParseFlags(common); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // memDB is an in-memory store.DB.
@@ -22,7 +23,7 @@ func (memDB) Close()                        {}
 func startWithStore(t *testing.T, db store.DB, args ...string) *Main {
 	t.Helper()
 	m := NewMain()
-	m.Stderr = &syncBuffer{}
+	m.Stderr = &testsupport.SyncBuffer{}
 	if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0", "--store", "memory://test", "--drain-delay", "0s"}, args...)); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestStoreFlagErrors(t *testing.T) { // not parallel: it sets the environmen
 				t.Setenv(k, v)
 			}
 			m := NewMain()
-			m.Stderr = &syncBuffer{}
+			m.Stderr = &testsupport.SyncBuffer{}
 			if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0"}, c.args...)); err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +145,7 @@ func TestStoreFlagErrors(t *testing.T) { // not parallel: it sets the environmen
 func TestStoreUnreachable(t *testing.T) {
 	t.Parallel()
 	m := NewMain()
-	m.Stderr = &syncBuffer{}
+	m.Stderr = &testsupport.SyncBuffer{}
 	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--store", "postgres://db.invalid/x", "--drain-delay", "0s"}); err != nil {
 		t.Fatal(err)
 	}

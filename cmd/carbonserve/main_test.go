@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -22,40 +21,28 @@ import (
 
 	"github.com/carbongate/carbongate/cmd/internal/cli/clitest"
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 	"github.com/carbongate/carbongate/oip/rest"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 func TestMain(m *testing.M) {
 	clitest.RunMain(main) // the CLI tests start this binary as the command
-	os.Exit(leakcheck.Run(m))
+	os.Exit(testsupport.RunLeakChecked(m))
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func noEnv(string) string { return "" }
 
 // startMain runs carbonserve on ports 0 with args and waits for the first
 // load.
-func startMain(t *testing.T, env func(string) string, args ...string) (*Main, *syncBuffer) {
+func startMain(t *testing.T, env func(string) string, args ...string) (*Main, *testsupport.SyncBuffer) {
 	t.Helper()
 	m := NewMain()
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	m.Stderr, m.Getenv = logs, env
 	m.DrainDelay = 0
 	if err := m.ParseFlags(append([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0"}, args...)); err != nil {

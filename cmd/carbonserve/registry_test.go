@@ -17,14 +17,15 @@ import (
 	"github.com/carbongate/carbongate/oip"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // startRegistryMain is startMain with setup applied to Main before Run
 // (e.g. to give it a registry.Store).
-func startRegistryMain(t *testing.T, env func(string) string, setup func(*Main), args ...string) (*Main, *syncBuffer) {
+func startRegistryMain(t *testing.T, env func(string) string, setup func(*Main), args ...string) (*Main, *testsupport.SyncBuffer) {
 	t.Helper()
 	m := NewMain()
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	m.Stderr, m.Getenv = logs, env
 	m.DrainDelay = 0
 	// The tests' model directories are temporary directories.
@@ -306,7 +307,7 @@ func TestRegistryRetriesAtStart(t *testing.T) {
 	}
 }
 
-func waitLog(t *testing.T, logs *syncBuffer, want string) {
+func waitLog(t *testing.T, logs *testsupport.SyncBuffer, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), want); {
 		if time.Now().After(deadline) {
@@ -322,7 +323,7 @@ func TestRegistryFlags(t *testing.T) {
 		return map[string]string{"MLFLOW_TRACKING_URI": "http://mlflow:5000", "MLFLOW_TRACKING_TOKEN": "tok", "MLFLOW_S3_ENDPOINT_URL": "http://s3:8333"}[k]
 	}
 	m := NewMain()
-	m.Getenv, m.Stderr = env, &syncBuffer{}
+	m.Getenv, m.Stderr = env, &testsupport.SyncBuffer{}
 	if err := m.ParseFlags([]string{"--model", "models:/m@champion"}); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ func TestRegistryFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.note, func(t *testing.T) {
 			m := NewMain()
-			m.Getenv, m.Stderr = tc.env, &syncBuffer{}
+			m.Getenv, m.Stderr = tc.env, &testsupport.SyncBuffer{}
 			if err := m.ParseFlags(tc.args); err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +382,7 @@ func TestRegistryUntrustedSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewMain()
-	m.Stderr, m.Getenv, m.DrainDelay = &syncBuffer{}, noEnv, 0
+	m.Stderr, m.Getenv, m.DrainDelay = &testsupport.SyncBuffer{}, noEnv, 0
 	cache := t.TempDir()
 	if err := m.ParseFlags([]string{"--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0",
 		"--model", "models:/" + name + "/1", "--cache-dir", cache}); err != nil {

@@ -14,10 +14,10 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 // TestEligibleZones: the zones asked of carbongate after the latency
 // (inclusive, directional), residency and zone filters, and the region

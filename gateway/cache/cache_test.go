@@ -14,10 +14,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 // fakeClock is a settable clock.
 type fakeClock struct {

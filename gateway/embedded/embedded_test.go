@@ -12,11 +12,11 @@ import (
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models/workflow"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 var replayStart = time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // slowBodies opens n connections that each send the headers of a POST to
@@ -83,7 +84,7 @@ func rawRequest(t *testing.T, addr, req string) string {
 // log records what was sent.
 func TestShortBodyAnswered(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testsupport.SyncBuffer
 	_, ts := newTestServerWith(t, func(c *Config) {
 		c.Logger, c.AccessLog = slog.New(slog.NewJSONHandler(&logs, nil)), true
 	})
@@ -193,7 +194,7 @@ func TestBodyBudget(t *testing.T) {
 func TestShedRouteAnswer(t *testing.T) {
 	t.Parallel()
 	svc := &blockingService{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	var logs syncBuffer
+	var logs testsupport.SyncBuffer
 	api, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Routes: []Route{{Prefix: "/hooked", Shed: func(c echo.Context, reason error) error {
@@ -250,24 +251,6 @@ func TestHeadAndQueryErrors(t *testing.T) {
 	if resp.StatusCode != 400 || len(body) > 1000 {
 		t.Fatalf("a 10,000-character zone: %d, %d bytes of answer, want 400 with the id clipped", resp.StatusCode, len(body))
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitFor polls cond for up to 5 s.

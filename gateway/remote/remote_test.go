@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
 	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 // flatHistory answers every zone with n hours of 300.
 type flatHistory struct{}

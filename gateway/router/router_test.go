@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/oip"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 type flatHistory struct{}
 

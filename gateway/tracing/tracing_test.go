@@ -1,14 +1,12 @@
 package tracing
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -136,30 +135,12 @@ func TestSetupOn(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the exporter's goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestExportErrorsLogged: a failed export is a warning in Setup's logger.
 func TestExportErrorsLogged(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-	var logs lockedBuffer
+	var logs testsupport.SyncBuffer
 	tr, err := Setup(context.Background(), slog.New(slog.NewJSONHandler(&logs, nil)), "carbongate", "v0")
 	if err != nil {
 		t.Fatal(err)

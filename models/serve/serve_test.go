@@ -16,15 +16,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/oip"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 const name = "carbon-forecaster-DE"
 

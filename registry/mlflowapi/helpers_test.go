@@ -20,6 +20,7 @@ import (
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
 	"github.com/carbongate/carbongate/registry/mlflowapi"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -32,7 +33,7 @@ type env struct {
 	api   *mlflowapi.API
 	store registry.Store
 	e     *echo.Echo
-	logs  *syncBuffer
+	logs  *testsupport.SyncBuffer
 }
 
 // tick is a clock that advances one second per reading, from a fixed
@@ -61,7 +62,7 @@ func newEnv(tb testing.TB, cfg mlflowapi.Config, wrap func(registry.Store) regis
 	if wrap != nil {
 		store = wrap(s)
 	}
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	cfg.Store = store
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	api, err := mlflowapi.New(cfg)
@@ -157,22 +158,4 @@ func golden(tb testing.TB, name string, body []byte) {
 	if got := buf.String(); got != string(want) {
 		tb.Fatalf("%s: response differs from %s:\n got: %s\nwant: %s", name, path, got, want)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (log output).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

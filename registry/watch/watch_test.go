@@ -1,7 +1,6 @@
 package watch_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -14,13 +13,13 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
 	"github.com/carbongate/carbongate/registry/watch"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
 
 // wait bounds every wait for something that should happen.
 const wait = 10 * time.Second
@@ -215,7 +214,7 @@ func TestNotifierMissing(t *testing.T) {
 		}
 		return later, nil
 	}
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	calls := start(t, watch.New(s, watch.Config{Interval: 5 * time.Millisecond, Logger: logger(logs)}))
 	want(t, calls)
 	setAlias(t, s, "champion", 1) // found by polling
@@ -228,7 +227,7 @@ func TestNotifierNever(t *testing.T) {
 	t.Parallel()
 	s := &notifyingStore{pollingStore: &pollingStore{Store: newStore(t)}}
 	s.answer = func(context.Context, int32) (<-chan struct{}, error) { return nil, registry.ErrCannotNotify }
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	calls := start(t, watch.New(s, watch.Config{Interval: 5 * time.Millisecond, Logger: logger(logs)}))
 	want(t, calls)
 	setAlias(t, s, "champion", 1) // found by polling
@@ -274,7 +273,7 @@ func TestReadFailures(t *testing.T) {
 	s := &pollingStore{Store: newStore(t)}
 	setAlias(t, s, "champion", 1)
 	s.fail.Store(3)
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	var mu sync.Mutex
 	var reads []bool // OnRead: whether each read succeeded
 	calls := start(t, watch.New(s, watch.Config{Interval: 5 * time.Millisecond, Logger: logger(logs),
@@ -316,23 +315,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logger(b *syncBuffer) *slog.Logger {
+func logger(b *testsupport.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -21,9 +21,9 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/gateway/leakcheck"
 	"github.com/carbongate/carbongate/models/workflow"
 	"github.com/carbongate/carbongate/test/services"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // Built once per test binary by TestMain.
@@ -61,7 +61,7 @@ func setup(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "abuse: binaries built and models trained in %v\n", time.Since(t0).Round(time.Millisecond))
-	return leakcheck.Run(m)
+	return testsupport.RunLeakChecked(m)
 }
 
 // train writes the lifecycle models `make run` serves (carbonctl train

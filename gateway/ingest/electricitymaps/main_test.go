@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/carbongate/carbongate/gateway/leakcheck"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }

@@ -3,9 +3,10 @@ package progress
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 func TestLine(t *testing.T) {
@@ -39,27 +40,9 @@ func TestSummaryLine(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the reporter's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestPlainPrintsLines(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testsupport.SyncBuffer
 	p := &Plain{W: &out, Interval: 10 * time.Millisecond}
 	p.Start(4)
 	p.Add(2, 192)

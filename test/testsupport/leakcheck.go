@@ -1,8 +1,9 @@
-// Package leakcheck finds goroutines that outlive a test binary's tests.
-// Use it from TestMain:
+// Package testsupport holds what the project's tests share: a check for
+// goroutines that outlive a test binary's tests, and a buffer that loggers
+// and tests may share. Only tests import it.
 //
-//	func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
-package leakcheck
+//	func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
+package testsupport
 
 import (
 	"fmt"
@@ -18,10 +19,10 @@ import (
 // standard library's HTTP client do not.
 const module = "github.com/carbongate/carbongate/"
 
-// Run runs the tests, then waits up to 5 seconds for every goroutine that
+// RunLeakChecked runs the tests, then waits up to 5 seconds for every goroutine that
 // runs carbongate code (other than this one) to end. It returns m.Run's
 // code, or 1 with the leaked stacks printed when some remain.
-func Run(m *testing.M) int {
+func RunLeakChecked(m *testing.M) int {
 	code := m.Run()
 	if code != 0 {
 		return code
@@ -58,7 +59,7 @@ func Leaked() []string {
 		if i == 0 { // the calling goroutine comes first
 			continue
 		}
-		if strings.Contains(g, module) && !strings.Contains(g, module+"gateway/leakcheck") &&
+		if strings.Contains(g, module) && !strings.Contains(g, module+"test/testsupport") &&
 			!strings.Contains(g, "testing.(*M).Run") && !strings.Contains(g, "testing.tRunner") {
 			out = append(out, g)
 		}
