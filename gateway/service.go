@@ -194,18 +194,6 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg, cap: g}, nil
 }
 
-// WithZoneCap returns a Service with s's configuration and the zone cap
-// zc (see Config.ZoneCap), for callers that did not construct s; a zero
-// zc returns s. Errors: EINVALID for an invalid zc.
-func (s *Service) WithZoneCap(zc guard.Config) (*Service, error) {
-	if zc.Share == 0 {
-		return s, zc.Validate()
-	}
-	cfg := s.cfg
-	cfg.ZoneCap = zc
-	return New(cfg)
-}
-
 // Horizon returns the forecast horizon.
 func (s *Service) Horizon() time.Duration { return s.cfg.Horizon }
 

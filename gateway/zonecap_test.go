@@ -102,36 +102,13 @@ func TestZoneCapOffByDefault(t *testing.T) {
 	}
 }
 
-func TestWithZoneCap(t *testing.T) {
+func TestZoneCapInvalid(t *testing.T) {
 	t.Parallel()
-	base := cappedService(t, guard.Config{})
-	if same, err := base.WithZoneCap(guard.Config{}); err != nil || same != base {
-		t.Fatalf("WithZoneCap(zero)=%p, %v; want the same service", same, err)
-	}
-	if _, err := base.WithZoneCap(guard.Config{Share: 1.5}); forecast.ErrorCode(err) != forecast.EINVALID {
-		t.Fatalf("WithZoneCap(share 1.5): %v, want EINVALID", err)
-	}
-	capped, err := base.WithZoneCap(guard.Config{Share: 0.5, MinCount: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []forecast.Zone
-	for range 3 {
-		d, err := capped.Schedule(context.Background(), burst)
-		if err != nil {
-			t.Fatal(err)
+	for _, zc := range []guard.Config{{Share: -1}, {Share: 1.5}} {
+		_, err := gateway.New(gateway.Config{Forecasts: capTable(), Known: func(forecast.Zone) bool { return true },
+			Clock: fixedClock{now}, ZoneCap: zc})
+		if forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "zone_cap_share" {
+			t.Fatalf("New with zone cap share %v: %v, want EINVALID naming zone_cap_share", zc.Share, err)
 		}
-		got = append(got, d.Decision.Zone)
-	}
-	if want := []forecast.Zone{"SE", "DE", "SE"}; !slices.Equal(got, want) {
-		t.Fatalf("decisions %v, want %v", got, want)
-	}
-	// The original keeps no cap.
-	if d, _ := base.Schedule(context.Background(), burst); d.Decision.Zone != "SE" || d.Capped != nil {
-		t.Fatalf("base service changed: %+v", d)
-	}
-	if _, err := gateway.New(gateway.Config{Forecasts: capTable(), Known: func(forecast.Zone) bool { return true },
-		Clock: fixedClock{now}, ZoneCap: guard.Config{Share: -1}}); forecast.ErrorField(err) != "zone_cap_share" {
-		t.Fatalf("New with a bad cap: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,8 +15,8 @@ import (
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/clock"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/wiring"
 )
 
 // serveGateway serves carbongate's HTTP API over the embedded gateway
@@ -35,7 +36,7 @@ func serveGateway(t *testing.T) string {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: clk, Registerer: reg})
+	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: clk, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,13 +47,13 @@ import (
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/clock"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/guard"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/models/history"
 )
 
@@ -124,7 +124,7 @@ type Main struct {
 	srv       *http.Server
 	api       *httpapi.Server
 	routes    []httpapi.Route // of the mounted APIs
-	gw        *embedded.Gateway
+	gw        *wiring.Gateway
 	reg       *prometheus.Registry // what /metrics serves
 	tracing   *tracing.Tracing     // OTEL_* environment; closed last
 	clk       clock.Clock
@@ -150,7 +150,7 @@ func NewMain() *Main {
 		AccessLog:       true,
 		Stderr:          os.Stderr,
 		RouteRefresh:    router.DefaultRefresh,
-		UpstreamTimeout: embedded.DefaultUpstreamTimeout,
+		UpstreamTimeout: wiring.DefaultUpstreamTimeout,
 		BreakerFailures: breaker.DefaultFailures,
 		BreakerCooldown: breaker.DefaultCooldown,
 		done:            make(chan error, 1),
@@ -297,12 +297,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Registry.close()
 		}
 	}()
-	m.gw, err = embedded.New(embedded.Config{
+	m.gw, err = wiring.New(ctx, wiring.Config{
 		Registry: live, History: storeHist,
 		Tables: tables, Regions: regs, ModelsDir: m.ModelsDir, Clock: clk,
 		Horizon: m.Horizon, Step: m.Step, Registerer: reg, Logger: m.Logger,
 		Routes: src, RouteRefresh: m.RouteRefresh, UpstreamTimeout: m.UpstreamTimeout,
 		Breaker: breaker.Config{Failures: m.BreakerFailures, Cooldown: m.BreakerCooldown},
+		ZoneCap: m.ZoneCap,
 	})
 	if err != nil {
 		return err
@@ -326,14 +327,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	svc, err := m.gw.Service.WithZoneCap(m.ZoneCap)
-	if err != nil {
-		return err
-	}
 	m.api, err = httpapi.New(httpapi.Config{
 		OpenAPIExtra: [][]byte{m.Admission.openAPI(), casdkDoc},
 		Mount:        mount, Routes: m.routes, Checks: mergeChecks(m.Registry.checks, m.Store.checks), MaxInFlight: m.MaxInFlight, MaxBacklog: m.MaxBacklog,
-		Service: svc, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
+		Service: m.gw.Service, Logger: m.Logger, Metrics: reg, AccessLog: m.AccessLog,
 		Ready: func() error {
 			if !m.ready.Load() {
 				return forecast.Errorf(forecast.EUNAVAILABLE, "warming the forecast cache")

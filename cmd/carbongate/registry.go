@@ -11,9 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/live"
+	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/connect"
 	"github.com/carbongate/carbongate/registry/fetch"
@@ -55,7 +55,7 @@ func (r *Registry) flags(fs *flag.FlagSet) {
 
 // open connects (in the background when the database is down) and builds
 // the live model set. Start follows the aliases.
-func (r *Registry) open(m *Main, hist forecast.History) (embedded.ModelSet, error) {
+func (r *Registry) open(m *Main, hist forecast.History) (wiring.ModelSet, error) {
 	if r.URI == "" {
 		return nil, nil
 	}

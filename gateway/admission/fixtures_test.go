@@ -15,8 +15,8 @@ import (
 	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/wiring"
 )
 
 // fixturesDir holds the admission cases shared with the OPA bundle's tests.
@@ -108,7 +108,7 @@ func loadCase(t *testing.T, dir string) fixtureCase {
 	return c
 }
 
-func runFixture(t *testing.T, g *embedded.Gateway, data Data, dir string) {
+func runFixture(t *testing.T, g *wiring.Gateway, data Data, dir string) {
 	c := loadCase(t, dir)
 	ms := &modeService{Service: g.Service, mode: c.want.Carbongate}
 	srv := serve(t, g, ms, data, c.want.FailOpen)
@@ -267,7 +267,7 @@ type placeholders struct {
 // is frozen: the same answer the webhook got), and maps the decision back
 // to its region with the case's representatives, which it checks against
 // the bundle's files.
-func resolve(t *testing.T, g *embedded.Gateway, c fixtureCase) *placeholders {
+func resolve(t *testing.T, g *wiring.Gateway, c fixtureCase) *placeholders {
 	t.Helper()
 	var obj struct {
 		Spec struct {

@@ -17,8 +17,8 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/clock"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/wiring"
 )
 
 // replayStart is the frozen instant of the test gateway's replay clock:
@@ -27,13 +27,13 @@ var replayStart = time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // newGateway returns the embedded gateway over the bundled data with a
 // replay clock that does not advance.
-func newGateway(t testing.TB) *embedded.Gateway {
+func newGateway(t testing.TB) *wiring.Gateway {
 	t.Helper()
 	clk, err := clock.NewReplay(replayStart, func() time.Time { return replayStart })
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := embedded.NewBundled(embedded.Config{Clock: clk})
+	g, err := wiring.NewBundled(context.Background(), wiring.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func (m *modeService) calls() ([][]forecast.Zone, []error) {
 
 // serve returns a test server of the HTTP API with the webhook mounted,
 // scheduling through s.
-func serve(t testing.TB, g *embedded.Gateway, s Scheduler, data Data, failOpen bool) *httptest.Server {
+func serve(t testing.TB, g *wiring.Gateway, s Scheduler, data Data, failOpen bool) *httptest.Server {
 	t.Helper()
 	w, err := New(Config{Scheduler: s, Data: data, FailOpen: failOpen, Timeout: 200 * time.Millisecond, MaxBody: 64 << 10})
 	if err != nil {

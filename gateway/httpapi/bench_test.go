@@ -19,8 +19,8 @@ import (
 
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/gateway/wiring"
 )
 
 // benchBody asks across all 12 bundled zones: a 3-hour job, 48-hour deadline.
@@ -48,7 +48,7 @@ func benchAPI(b *testing.B) *Server {
 		b.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
-	"github.com/carbongate/carbongate/gateway/embedded"
+	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
@@ -49,7 +50,7 @@ func newTestServerWith(tb testing.TB, set func(*Config)) (*Server, *httptest.Ser
 		tb.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
-	"github.com/carbongate/carbongate/gateway/embedded"
 	"github.com/carbongate/carbongate/gateway/guard"
+	"github.com/carbongate/carbongate/gateway/wiring"
 )
 
 // TestZoneCapOverHTTP: with a 50% zone cap, 100 identical requests are
@@ -30,7 +30,8 @@ func TestZoneCapOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	g, err := embedded.New(embedded.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg,
+		ZoneCap: guard.Config{Share: 0.5, MinCount: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +39,7 @@ func TestZoneCapOverHTTP(t *testing.T) {
 	if err := g.Warm(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := g.Service.WithZoneCap(guard.Config{Share: 0.5, MinCount: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := New(Config{Service: svc, Metrics: reg})
+	api, err := New(Config{Service: g.Service, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

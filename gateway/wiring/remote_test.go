@@ -1,4 +1,4 @@
-package embedded
+package wiring
 
 import (
 	"context"
@@ -228,7 +228,7 @@ func TestRemoteRecovery(t *testing.T) {
 func TestNewBundled(t *testing.T) {
 	t.Parallel()
 	zs := remotetest.ServeGRPC(t, backend("carbon-forecaster-DE", 100), "DE")
-	g, err := NewBundled(Config{Routes: route.Static{zs.Endpoint}})
+	g, err := NewBundled(context.Background(), Config{Routes: route.Static{zs.Endpoint}})
 	if err != nil {
 		t.Fatal(err)
 	}

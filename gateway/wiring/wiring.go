@@ -1,10 +1,11 @@
-// Package embedded assembles carbongate's embedded default: a gateway
-// service over in-memory carbon-intensity tables, the cloud region table,
-// trained model directories (optional), an in-process seasonal-naive
-// baseline and climatology, behind the forecast cache. It needs no
-// services; with Config.Routes (a static route file or KServe discovery)
-// remote OIP models come first in each zone's fallback chain.
-package embedded
+// Package wiring is the gateway's composition root: it assembles the
+// scheduling service from a Config for every mode — the embedded default
+// (in-memory carbon-intensity tables, the cloud region table, trained model
+// directories, an in-process seasonal-naive baseline and climatology behind
+// the forecast cache; no services) and production (the registry's champions,
+// the observed-signals store as history, remote OIP models first in each
+// zone's fallback chain with Config.Routes, the zone cap).
+package wiring
 
 import (
 	"context"
@@ -25,6 +26,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/cache"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/fallback"
+	"github.com/carbongate/carbongate/gateway/guard"
 	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
@@ -46,9 +48,13 @@ const (
 	// BaselinePeriod is the season of the in-process baseline: yesterday's
 	// hours repeated.
 	BaselinePeriod = baseline.Daily
+	// routeTimeout bounds New's first read of the routes (KServe discovery
+	// lists InferenceServices) when the caller's context has no sooner
+	// deadline.
+	routeTimeout = 30 * time.Second
 )
 
-// Config configures the embedded gateway.
+// Config configures the gateway.
 type Config struct {
 	Tables map[forecast.Zone]*dataset.Table // observed data; required
 	// History, when set, is where models and the baseline read observed
@@ -92,6 +98,9 @@ type Config struct {
 	// recomputed in the background, and the longest the cache's refresh
 	// loop sleeps; default the cache's (1m).
 	RetryInterval time.Duration
+	// ZoneCap spreads bursts of decisions over zones (gateway/guard); the
+	// zero value is off.
+	ZoneCap guard.Config
 
 	Registerer prometheus.Registerer // nil: no metrics registered
 	Logger     *slog.Logger          // nil: discard
@@ -104,7 +113,7 @@ type ModelSet interface {
 	Generic(signal forecast.Signal) forecast.Forecaster
 }
 
-// Gateway is the assembled embedded gateway.
+// Gateway is the assembled gateway.
 type Gateway struct {
 	Service *gateway.Service
 	Cache   *cache.Cache
@@ -123,12 +132,12 @@ type modelKey struct {
 }
 
 // New loads the models of cfg.ModelsDir (a missing directory or a model
-// that does not load is logged and skipped: that zone falls back) and
-// assembles the gateway. Call Start to start the cache's refresh loop and
-// Close to stop it.
-func New(cfg Config) (*Gateway, error) {
+// that does not load is logged and skipped: that zone falls back), reads
+// cfg.Routes once within ctx, and assembles the gateway. Call Start to start
+// the cache's refresh loop and Close to stop it.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.Tables == nil || cfg.Regions == nil || cfg.Clock == nil {
-		return nil, forecast.Errorf(forecast.EINVALID, "embedded: Tables, Regions and Clock are required")
+		return nil, forecast.Errorf(forecast.EINVALID, "wiring: Tables, Regions and Clock are required")
 	}
 	if cfg.Horizon == 0 {
 		cfg.Horizon = gateway.DefaultHorizon
@@ -189,7 +198,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	var steps []fallback.Step
 	if cfg.Routes != nil {
-		if err := g.route(cfg, hist, log); err != nil {
+		if err := g.route(ctx, cfg, hist, log); err != nil {
 			return nil, err
 		}
 		steps = g.remoteSteps(cfg)
@@ -254,6 +263,7 @@ func New(cfg Config) (*Gateway, error) {
 		Clock:     cfg.Clock,
 		Horizon:   cfg.Horizon,
 		Step:      cfg.Step,
+		ZoneCap:   cfg.ZoneCap,
 	})
 	if err != nil {
 		g.Cache.Close()
@@ -264,7 +274,7 @@ func New(cfg Config) (*Gateway, error) {
 }
 
 // route reads cfg.Routes once and builds the router.
-func (g *Gateway) route(cfg Config, hist forecast.History, log *slog.Logger) error {
+func (g *Gateway) route(ctx context.Context, cfg Config, hist forecast.History, log *slog.Logger) error {
 	dial := cfg.Dial
 	if dial == nil {
 		dial = remote.Dial
@@ -281,11 +291,11 @@ func (g *Gateway) route(cfg Config, hist forecast.History, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, routeTimeout)
 	defer cancel()
 	if err := g.Router.Refresh(ctx); err != nil {
 		g.closeRouter()
-		return fmt.Errorf("embedded: routes: %w", err)
+		return fmt.Errorf("wiring: routes: %w", err)
 	}
 	eps := g.Router.Endpoints()
 	labels := make([]string, len(eps))
@@ -491,7 +501,7 @@ func (l locator) Locate(provider, region string) (forecast.Zone, error) {
 // bundled data covers the year before it) filled in where cfg leaves them unset.
 // With cfg.Routes = route.Static(endpoints) it builds a gateway over a
 // list of remote models in one call (end-to-end and load tests).
-func NewBundled(cfg Config) (*Gateway, error) {
+func NewBundled(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.Tables == nil {
 		t, err := bundled.Load()
 		if err != nil {
@@ -513,7 +523,7 @@ func NewBundled(cfg Config) (*Gateway, error) {
 		}
 		cfg.Clock = c
 	}
-	return New(cfg)
+	return New(ctx, cfg)
 }
 
 // hasHistory reports whether zone z may have observed history: always with

@@ -1,4 +1,4 @@
-package embedded
+package wiring
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func newGateway(t testing.TB, cfg Config) *Gateway {
 	if cfg.Clock == nil {
 		cfg.Clock = fixed{replayStart}
 	}
-	g, err := New(cfg)
+	g, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
