@@ -3,6 +3,7 @@
 #   make test        everything the tests need, then every test
 #   make test-short  unit tests only
 #   make lint        staticcheck (make test runs it too)
+#   make fuzz        every fuzz target for FUZZTIME (4s) after its checked-in corpus (make test runs it too)
 #   make help        this list
 #   make bench       the performance and accuracy figures
 #   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
@@ -31,7 +32,7 @@ VERSION    := v$(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p'
 VERSION_PKG := github.com/carbongate/carbongate/cmd/internal/version
 LDFLAGS    := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: all help build run test test-short vet lint fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
+.PHONY: all help build run test test-short vet lint fuzz fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
 
 all: build
 
@@ -93,6 +94,11 @@ vet:
 lint:
 	$$(test/setup/staticcheck.sh) -tags interop ./...
 
+# Every fuzz target (found in the tree, none listed by hand) for a bounded time each; a target
+# without a checked-in corpus fails.
+fuzz:
+	GO=$(GO) test/fuzz.sh
+
 # Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module, the OPA bundle's
 # data and the instance-type data from the pinned Cloud Carbon Footprint npm tarballs.
 # The instance catalog first: deploy/opa/gen derives the OPA bundle's instance index from it.
@@ -114,7 +120,7 @@ fmt-check:
 # test/setup/otelcol/.
 # CrateDB is unpacked once from ../shared/peers/cratedb/ beside the clone
 # (test/setup/cratedb.sh); each test binary runs its own server as well.
-test: fmt-check vet lint
+test: fmt-check vet lint fuzz
 	@echo "setting up the peers (cached after the first run)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
 	CARBONGATE_CRATEDB_HOME=$$(test/setup/cratedb.sh) && \
