@@ -99,35 +99,40 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 // releaseNow releases obj (due at `due`) and records it.
 func (r *releaser) releaseNow(ctx context.Context, obj client.Object, reason string, now, due time.Time) error {
+	return r.finish(ctx, obj, reason, now, due, true)
+}
+
+// mark records a workload someone else released.
+func (r *releaser) mark(ctx context.Context, obj client.Object, now time.Time) error {
+	return r.finish(ctx, obj, hold.ReasonManual, now, now, false)
+}
+
+// finish stamps obj released for reason — releasing it first when release
+// is set — and records it: metrics, the event, the log.
+func (r *releaser) finish(ctx context.Context, obj client.Object, reason string, now, due time.Time, release bool) error {
 	orig := obj.DeepCopyObject().(client.Object)
-	r.release(obj)
+	if release {
+		r.release(obj)
+	}
 	stamp(obj, reason, now)
 	// The patch carries the resourceVersion: a replica with a stale view
 	// gets a conflict instead of releasing twice.
 	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ignoreGone(err)
 	}
+	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
+	if !release {
+		r.metrics.released(r.kind, reason, 0)
+		r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released by someone else before its time; no longer held")
+		return nil
+	}
 	lag := clock.Wall(r.clock, now.Sub(due))
 	r.metrics.released(r.kind, reason, lag)
 	if g, err := strconv.ParseFloat(obj.GetAnnotations()[hold.AnnotationAvoidedGrams], 64); err == nil && g > 0 && reason == hold.ReasonScheduled {
 		r.metrics.avoided.WithLabelValues(obj.GetNamespace()).Add(g)
 	}
-	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
 	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released (%s) at %s, %v after its time", reason, now.Format(time.RFC3339), lag.Round(time.Millisecond))
 	r.log.Info("released", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "reason", reason, "lag", lag.String())
-	return nil
-}
-
-// mark records a workload someone else released.
-func (r *releaser) mark(ctx context.Context, obj client.Object, now time.Time) error {
-	orig := obj.DeepCopyObject().(client.Object)
-	stamp(obj, hold.ReasonManual, now)
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ignoreGone(err)
-	}
-	r.metrics.released(r.kind, hold.ReasonManual, 0)
-	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
-	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released by someone else before its time; no longer held")
 	return nil
 }
 
