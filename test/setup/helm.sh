@@ -14,40 +14,27 @@ set -euo pipefail
 
 version="${HELM_VERSION:-v3.22.0}"
 module="helm.sh/helm/v3"
-root="${XDG_CACHE_HOME:-$HOME/.cache}/carbongate"
-bin="$root/bin"
-helm="$bin/helm"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+helm="$cache_root/bin/helm"
 
 built() {
   [ -x "$helm" ] && [ "$("$helm" version --template '{{.Version}}' 2>/dev/null)" = "$version" ]
 }
 
-if built; then
-  echo "$helm"
-  exit 0
-fi
-
-mkdir -p "$bin"
-exec 9>"$root/helm-install.lock"
-flock 9
-if ! built; then
-  start=$SECONDS
-  echo "helm.sh: building Helm $version from the Go module proxy" >&2
-  tmp="$(mktemp -d "$root/helm-build.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
-  # Outside any module (and workspace): the caller's go.mod is neither read nor touched.
-  gomod="$(cd "$tmp" && GOWORK=off go mod download -json "$module@$version" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')"
-  [ -f "$gomod" ] || { echo "helm.sh: go mod download $module@$version gave no go.mod" >&2; exit 1; }
+build() {
+  local gomod minor ldflags pkg
+  echo "helm.sh: building Helm $version from the Go module proxy"
+  gomod="$(cd "$1" && GOWORK=off go mod download -json "$module@$version" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')"
+  [ -f "$gomod" ] || { echo "helm.sh: go mod download $module@$version gave no go.mod"; exit 1; }
   # client-go v0.MINOR.x pairs with Kubernetes 1.MINOR.
   minor="$(sed -n 's/^\tk8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$gomod" | head -1)"
-  [ -n "$minor" ] || { echo "helm.sh: no k8s.io/client-go in $gomod" >&2; exit 1; }
+  [ -n "$minor" ] || { echo "helm.sh: no k8s.io/client-go in $gomod"; exit 1; }
   ldflags="-s -w -X $module/internal/version.version=$version"
   for pkg in pkg/chartutil pkg/lint/rules; do
     ldflags+=" -X $module/$pkg.k8sVersionMajor=1 -X $module/$pkg.k8sVersionMinor=$minor"
   done
-  (cd "$tmp" && GOWORK=off CGO_ENABLED=0 GOBIN="$tmp" go install -trimpath -ldflags "$ldflags" "$module/cmd/helm@$version") >&2
-  mv -f "$tmp/helm" "$helm"
-  built || { echo "helm.sh: $helm does not report $version" >&2; exit 1; }
-  echo "helm.sh: built Helm $version (Kubernetes 1.$minor defaults) in $((SECONDS - start))s" >&2
-fi
-echo "$helm"
+  go_install "$1" "$ldflags" "$module/cmd/helm@$version"
+  echo "helm.sh: Helm $version with Kubernetes 1.$minor defaults"
+}
+
+build_once helm "$helm"

@@ -17,46 +17,31 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$here/lib.sh"
 mod="$here/kube"
 k8s_version="$(sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' "$mod/go.mod")"
 [ -n "$k8s_version" ] || { echo "kube.sh: no k8s.io/kubernetes in $mod/go.mod" >&2; exit 1; }
+key="$(tools_module_key "$mod")"
+dir="$cache_root/kube-$key"
 
-key="$(cd "$mod" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
-  xargs sha256sum | sha256sum | cut -c1-12)"
-root="${XDG_CACHE_HOME:-$HOME/.cache}/carbongate"
-dir="$root/kube-$key"
-stamp="$dir/.carbongate-built"
+built() { [ -f "$dir/.carbongate-built" ]; }
 
-if [ -f "$stamp" ]; then
-  echo "$dir"
-  exit 0
-fi
-
-mkdir -p "$root"
-exec 9>"$root/kube-$key.lock"
-flock 9
-if [ ! -f "$stamp" ]; then
-  start=$SECONDS
-  echo "kube.sh: building kube-apiserver $k8s_version and etcd into $dir (several minutes, once)" >&2
-  tmp="$(mktemp -d "$root/kube-build.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
+build() {
+  local out="$1/kube-$key" minor v ldflags got
+  echo "kube.sh: building kube-apiserver $k8s_version and etcd (several minutes, once)"
   minor="${k8s_version#v1.}"
   minor="${minor%%.*}"
   v=k8s.io/component-base/version
   ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
   # GOWORK=off and -mod=readonly: the tools module's own go.mod and go.sum, never edited.
   (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-    go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" ./etcd) >&2
-  echo "kube.sh: etcd built after $((SECONDS - start))s" >&2
+    go build -trimpath -ldflags "-s -w" -o "$out/etcd" ./etcd)
   (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-    go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver) >&2
-  got="$("$tmp/kube-apiserver" --version)"
-  [ "$got" = "Kubernetes $k8s_version" ] || { echo "kube.sh: kube-apiserver reports '$got'" >&2; exit 1; }
-  "$tmp/etcd" --version >&2
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  mv -f "$tmp/kube-apiserver" "$tmp/etcd" "$dir/"
-  touch "$stamp"
-  echo "kube.sh: built $dir in $((SECONDS - start))s" >&2
-fi
-echo "$dir"
+    go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+  got="$("$out/kube-apiserver" --version)"
+  [ "$got" = "Kubernetes $k8s_version" ] || { echo "kube.sh: kube-apiserver reports '$got'"; exit 1; }
+  "$out/etcd" --version
+  touch "$out/.carbongate-built"
+}
+
+build_once "kube-$key" "$dir"

@@ -15,35 +15,21 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$here/lib.sh"
 mod="$here/otelcol"
 version="$(sed -n 's/^\tgo.opentelemetry.io\/collector\/otelcol \(v[0-9.]*\).*/\1/p' "$mod/go.mod")"
 [ -n "$version" ] || { echo "otelcol.sh: no go.opentelemetry.io/collector/otelcol in $mod/go.mod" >&2; exit 1; }
+key="$(tools_module_key "$mod")"
+bin="$cache_root/otelcol-$version-$key/otelcol"
 
-key="$(cd "$mod" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
-  xargs sha256sum | sha256sum | cut -c1-12)"
-root="${XDG_CACHE_HOME:-$HOME/.cache}/carbongate"
-dir="$root/otelcol-$version-$key"
-bin="$dir/otelcol"
+built() { [ -x "$bin" ]; }
 
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$root"
-exec 9>"$root/otelcol-$version-$key.lock"
-flock 9
-if [ ! -x "$bin" ]; then
-  start=$SECONDS
-  echo "otelcol.sh: building the OpenTelemetry Collector $version (OTLP receiver, file exporter) into $dir (once)" >&2
-  tmp="$(mktemp -d "$root/otelcol-build.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
+build() {
+  echo "otelcol.sh: building the OpenTelemetry Collector $version (OTLP receiver, file exporter), once"
   # GOWORK=off and -mod=readonly: the tools module's own go.mod and go.sum, never edited.
   (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-    go build -trimpath -ldflags "-s -w" -o "$tmp/otelcol" .) >&2
-  "$tmp/otelcol" components >/dev/null
-  mkdir -p "$dir"
-  mv -f "$tmp/otelcol" "$bin"
-  echo "otelcol.sh: built $bin in $((SECONDS - start))s" >&2
-fi
-echo "$bin"
+    go build -trimpath -ldflags "-s -w" -o "$1/otelcol" .)
+  "$1/otelcol" components >/dev/null
+}
+
+build_once "otelcol-$version-$key" "$bin"

@@ -14,9 +14,8 @@ set -euo pipefail
 
 version="${PROMTOOL_VERSION:-v0.316.0}"
 module="github.com/prometheus/prometheus"
-root="${XDG_CACHE_HOME:-$HOME/.cache}/carbongate"
-dir="$root/promtool-$version"
-promtool="$dir/promtool"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+promtool="$cache_root/promtool-$version/promtool"
 
 # The release the module version stands for: Prometheus 3.X.Y is published
 # as the Go module version v0.3XX.Y (v0.316.0 is 3.16.0).
@@ -31,26 +30,10 @@ built() {
   [ -x "$promtool" ] && "$promtool" --version 2>/dev/null | grep -q "^promtool, version $(release) "
 }
 
-if built; then
-  echo "$promtool"
-  exit 0
-fi
+build() {
+  local v=github.com/prometheus/common/version
+  echo "promtool.sh: building promtool $(release) ($module $version) from the Go module proxy"
+  go_install "$1" "-s -w -X $v.Version=$(release) -X $v.Branch=HEAD -X $v.Revision=$version" "$module/cmd/promtool@$version"
+}
 
-mkdir -p "$root"
-exec 9>"$root/promtool-$version.lock"
-flock 9
-if ! built; then
-  start=$SECONDS
-  echo "promtool.sh: building promtool $(release) ($module $version) from the Go module proxy" >&2
-  tmp="$(mktemp -d "$root/promtool-build.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
-  v=github.com/prometheus/common/version
-  ldflags="-s -w -X $v.Version=$(release) -X $v.Branch=HEAD -X $v.Revision=$version"
-  # Outside any module (and workspace): the caller's go.mod is neither read nor touched.
-  (cd "$tmp" && GOWORK=off CGO_ENABLED=0 GOBIN="$tmp" go install -trimpath -ldflags "$ldflags" "$module/cmd/promtool@$version") >&2
-  mkdir -p "$dir"
-  mv -f "$tmp/promtool" "$promtool"
-  built || { echo "promtool.sh: $promtool does not report $(release)" >&2; exit 1; }
-  echo "promtool.sh: built promtool $(release) in $((SECONDS - start))s" >&2
-fi
-echo "$promtool"
+build_once "promtool-$version" "$promtool"

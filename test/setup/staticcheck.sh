@@ -11,30 +11,16 @@ set -euo pipefail
 
 version="${STATICCHECK_VERSION:-v0.8.2}"
 module="honnef.co/go/tools/cmd/staticcheck"
-root="${XDG_CACHE_HOME:-$HOME/.cache}/carbongate"
-bin="$root/bin"
-sc="$bin/staticcheck"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+sc="$cache_root/bin/staticcheck"
 
 built() {
   [ -x "$sc" ] && "$sc" -version 2>/dev/null | grep -qF "(${version#v})"
 }
 
-if built; then
-  echo "$sc"
-  exit 0
-fi
+build() {
+  echo "staticcheck.sh: building staticcheck $version from the Go module proxy"
+  go_install "$1" "" "$module@$version"
+}
 
-mkdir -p "$bin"
-exec 9>"$root/staticcheck-install.lock"
-flock 9
-if ! built; then
-  start=$SECONDS
-  echo "staticcheck.sh: building staticcheck $version from the Go module proxy" >&2
-  tmp="$(mktemp -d "$root/staticcheck-build.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && CGO_ENABLED=0 GOBIN="$tmp" go install -trimpath "$module@$version") >&2
-  mv -f "$tmp/staticcheck" "$sc"
-  built || { echo "staticcheck.sh: $sc does not report $version" >&2; exit 1; }
-  echo "staticcheck.sh: built staticcheck $version in $((SECONDS - start))s" >&2
-fi
-echo "$sc"
+build_once staticcheck "$sc"
