@@ -1,7 +1,8 @@
 // Package fetch copies a model version's artifacts to a local directory,
 // whatever its location: a local path or file:// URI, s3://bucket/prefix
-// (registry/s3), or mlflow-artifacts:/path, which MLflow resolves against
-// the server's --artifacts-destination. The destination is replaced in one
+// (registry/s3), crate+blob://host:port/table/sha1 (a directory in a
+// CrateDB blob table, registry/crateblob), or mlflow-artifacts:/path,
+// which MLflow resolves against the server's --artifacts-destination. The destination is replaced in one
 // rename, so readers see the old directory or the new one; a failed fetch
 // leaves nothing behind.
 //
@@ -23,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/registry/crateblob"
 	"github.com/carbongate/carbongate/registry/s3"
 )
 
@@ -38,6 +40,9 @@ const (
 type Fetcher struct {
 	// S3 is the client for s3:// locations; nil: they are refused.
 	S3 s3.API
+	// CrateBlob is the client for crate+blob:// and crate+blobs://
+	// locations; nil: one of Fetch's own, with crateblob's defaults.
+	CrateBlob *crateblob.Client
 	// ArtifactsDestination is what mlflow-artifacts:/X maps to
 	// (ArtifactsDestination/X), as the MLflow server's
 	// --artifacts-destination; "": such locations are refused. Locations
@@ -45,8 +50,9 @@ type Fetcher struct {
 	ArtifactsDestination string
 	// Sources are the other locations that may be fetched, each with
 	// everything under it (whole path segments: s3://b/models allows
-	// s3://b/models/x, not s3://b/models-old): s3://bucket[/prefix], or a
-	// local directory as an absolute path or file:// URI. A local path is
+	// s3://b/models/x, not s3://b/models-old): s3://bucket[/prefix],
+	// crate+blob://host:port/table (the table's directories), or a local
+	// directory as an absolute path or file:// URI. A local path is
 	// fetched only when it lies under a local entry here or under a local
 	// ArtifactsDestination, after symbolic links are resolved.
 	Sources []string
@@ -96,6 +102,8 @@ func (f Fetcher) Fetch(ctx context.Context, location, dst string) error {
 		}
 		_, err := s3.FetchLimited(ctx, f.S3, loc, dst, lim)
 		return err
+	case crateblob.IsURI(loc):
+		return f.fetchCrateBlob(ctx, loc, dst, lim)
 	case strings.HasPrefix(loc, "file://"):
 		u, err := url.Parse(loc)
 		if err != nil {
@@ -103,7 +111,7 @@ func (f Fetcher) Fetch(ctx context.Context, location, dst string) error {
 		}
 		loc = u.Path
 	case strings.Contains(loc, "://") || strings.HasPrefix(loc, "models:") || strings.HasPrefix(loc, "runs:"):
-		return forecast.FieldErrorf(forecast.EINVALID, "source", "artifact location %q: only local paths, file://, s3:// and mlflow-artifacts:/ are supported", loc)
+		return forecast.FieldErrorf(forecast.EINVALID, "source", "artifact location %q: only local paths, file://, s3://, crate+blob:// and mlflow-artifacts:/ are supported", loc)
 	}
 	if hasDotDot(loc) {
 		return forecast.FieldErrorf(forecast.EINVALID, "source", "artifact path %q contains '..'", loc)
@@ -157,6 +165,36 @@ func (f Fetcher) allowS3(loc string) error {
 		}
 	}
 	return notAllowed(loc)
+}
+
+// fetchCrateBlob downloads the directory the manifest blob loc names
+// into dst, when loc lies in a crate+blob table of allowed.
+func (f Fetcher) fetchCrateBlob(ctx context.Context, loc, dst string, lim s3.Limits) error {
+	l, err := crateblob.ParseURI(loc)
+	if err != nil {
+		return &forecast.Error{Code: forecast.EINVALID, Field: "source", Message: forecast.ErrorMessage(err), Err: err}
+	}
+	if l.Digest == "" {
+		return forecast.FieldErrorf(forecast.EINVALID, "source", "%s names a blob table, not a directory's manifest blob", loc)
+	}
+	allowed := false
+	for _, a := range f.allowed() {
+		if p, err := crateblob.ParseURI(a); err == nil && l.Under(p) {
+			allowed = true
+		}
+	}
+	if !allowed {
+		return notAllowed(loc)
+	}
+	c := f.CrateBlob
+	if c == nil {
+		c = crateblob.New(crateblob.Config{})
+		defer c.Close()
+	}
+	return intoTemp(dst, func(tmp string) error {
+		_, err := c.Download(ctx, l, tmp, lim.MaxBytes, lim.MaxObjects)
+		return err
+	})
 }
 
 // allowLocal resolves the local directory loc (symbolic links followed)
@@ -213,6 +251,19 @@ func copyDir(ctx context.Context, src, dst string, lim s3.Limits) error {
 	if err != nil || !st.IsDir() {
 		return &forecast.Error{Code: forecast.ENOTFOUND, Field: "source", Message: "no artifact directory at " + src, Err: err}
 	}
+	return intoTemp(dst, func(tmp string) error {
+		c := copier{ctx: ctx, src: src, tmp: tmp, lim: lim}
+		if err := os.Chmod(tmp, dirMode(st.Mode())); err != nil {
+			return err
+		}
+		return filepath.WalkDir(src, c.visit)
+	})
+}
+
+// intoTemp runs fill on a fresh temporary sibling of dst, then renames it
+// over dst; when fill fails the temporary directory is removed and dst is
+// left as it was.
+func intoTemp(dst string, fill func(tmp string) error) error {
 	dst = filepath.Clean(dst)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
@@ -221,10 +272,9 @@ func copyDir(ctx context.Context, src, dst string, lim s3.Limits) error {
 	if err != nil {
 		return err
 	}
-	c := copier{ctx: ctx, src: src, tmp: tmp, lim: lim}
-	err = os.Chmod(tmp, dirMode(st.Mode()))
+	err = os.Chmod(tmp, 0o755)
 	if err == nil {
-		err = filepath.WalkDir(src, c.visit)
+		err = fill(tmp)
 	}
 	if err == nil {
 		os.RemoveAll(dst)
@@ -315,7 +365,7 @@ func copyFile(src, dst string, mode fs.FileMode, budget int64) (int64, error) {
 // --artifact-max-bytes (MaxBytes) on fs, the same in every binary that
 // fetches versions.
 func (f *Fetcher) Flags(fs *flag.FlagSet) {
-	fs.Var(sourcesValue{f}, "artifact-sources", "locations, besides --artifacts-destination, that model versions may be fetched from, comma-separated (the flag may repeat): s3://bucket/prefix, or a local directory (path or file://); default: none")
+	fs.Var(sourcesValue{f}, "artifact-sources", "locations, besides --artifacts-destination, that model versions may be fetched from, comma-separated (the flag may repeat): s3://bucket/prefix, crate+blob://host:port/table, or a local directory (path or file://); default: none")
 	if f.MaxBytes == 0 {
 		f.MaxBytes = DefaultMaxBytes
 	}

@@ -99,6 +99,16 @@ func tree(t *testing.T, files map[string]os.FileMode) string {
 
 // TestFetchAllowedSources: only locations under ArtifactsDestination or
 // Sources are copied; the rest is EINVALID and writes nothing.
+// TestFetchCrateBlobTable: a blob table is not a directory.
+func TestFetchCrateBlobTable(t *testing.T) {
+	t.Parallel()
+	f := Fetcher{Sources: []string{"crate+blob://crate:4200/models"}}
+	err := f.Fetch(context.Background(), "crate+blob://crate:4200/models", filepath.Join(t.TempDir(), "out"))
+	if forecast.ErrorCode(err) != forecast.EINVALID || !strings.Contains(err.Error(), "names a blob table") {
+		t.Fatalf("Fetch(table) = %v, want EINVALID naming the table", err)
+	}
+}
+
 func TestFetchAllowedSources(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
@@ -116,6 +126,8 @@ func TestFetchAllowedSources(t *testing.T) {
 	}
 	dest := filepath.Join(base, "dest")
 	ok := Fetcher{ArtifactsDestination: dest, Sources: []string{"file://" + models, "s3://b/models"}}
+	crate := Fetcher{Sources: []string{"crate+blob://crate:4200/models"}}
+	const sha = "0123456789abcdef0123456789abcdef01234567"
 	for _, tc := range []struct {
 		note, loc string
 		f         Fetcher
@@ -132,6 +144,10 @@ func TestFetchAllowedSources(t *testing.T) {
 		{"etc", "/etc", ok, false},
 		{"s3 sibling prefix", "s3://b/models-old/DE", ok, false},
 		{"s3 other bucket", "s3://c/models/DE", ok, false},
+		{"crate blob not configured", "crate+blob://crate:4200/models/" + sha, ok, false},
+		{"crate blob other table", "crate+blob://crate:4200/other/" + sha, crate, false},
+		{"crate blob other host", "crate+blob://evil:4200/models/" + sha, crate, false},
+		{"crate blob over https", "crate+blobs://crate:4200/models/" + sha, crate, false},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "out")
