@@ -21,6 +21,7 @@ import (
 	"github.com/carbongate/carbongate/models/evaluate"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/connect"
+	"github.com/carbongate/carbongate/registry/crateblob"
 	"github.com/carbongate/carbongate/registry/fetch"
 	"github.com/carbongate/carbongate/registry/s3"
 )
@@ -36,12 +37,21 @@ func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		args = []string{"migrate", "-h"}
 	}
 	if len(args) == 0 || args[0] != "migrate" {
-		return usagef("want a subcommand: carbonctl registry migrate --registry URI")
+		return usagef("want a subcommand: carbonctl registry migrate --registry URI [--artifacts crate+blob://host:4200/TABLE]")
 	}
 	fs := newFlags("registry migrate", stdout)
 	uri := fs.String("registry", "", registryHelp)
+	arts := fs.String("artifacts", "", "also create the artifact store: crate+blob://host:4200/TABLE creates that CrateDB blob table unless it exists (one shard, replicas '0-1')")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	var table crateblob.Location
+	if *arts != "" {
+		l, err := crateblob.ParseURI(*arts)
+		if err != nil {
+			return usagef("--artifacts: %s", forecast.ErrorMessage(err))
+		}
+		table = l.TableLocation()
 	}
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
@@ -50,6 +60,14 @@ func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	fmt.Fprintf(stdout, "registry schema ready (%s)\n", kind)
+	if table.Table != "" {
+		c := crateblob.New(crateblob.Config{})
+		defer c.Close()
+		if err := c.CreateTable(ctx, table); err != nil {
+			return fmt.Errorf("--artifacts: %w", err)
+		}
+		fmt.Fprintf(stdout, "blob table ready (%s)\n", table)
+	}
 	return nil
 }
 
@@ -66,7 +84,8 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	uri := fs.String("registry", "", registryHelp)
 	zone := fs.String("zone", "", "zone of the model (e.g. DE), or generic")
 	dir := fs.String("model-dir", "", "MLflow model directory written by carbonctl train (<out>/<signal>/<ZONE>)")
-	arts := fs.String("artifacts", "", "where to store the files: s3://bucket/prefix (S3 settings from AWS_ENDPOINT_URL or S3_ENDPOINT, AWS_ACCESS_KEY_ID, ...) or a local directory; default: artifacts/ next to an embedded registry file")
+	arts := fs.String("artifacts", "", "where to store the files: s3://bucket/prefix (S3 settings from AWS_ENDPOINT_URL or S3_ENDPOINT, AWS_ACCESS_KEY_ID, ...), crate+blob://host:4200/TABLE (a CrateDB blob table; crate+blobs:// for HTTPS) or a local directory; default: artifacts/ next to an embedded registry file")
+	maxBytes := fs.Int64("artifact-max-bytes", fetch.DefaultMaxBytes, "largest model directory stored in a CrateDB blob table, in bytes (the servers' --artifact-max-bytes default)")
 	alias := fs.String("alias", "", "also point this alias (e.g. champion) at the new version")
 	desc := fs.String("description", "", "version description")
 	if err := fs.Parse(args); err != nil {
@@ -106,7 +125,7 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer store.Close()
 	// Files first: if the store cannot take them, nothing is registered.
-	up, err := storeArtifacts(ctx, *dir, base, name)
+	up, err := storeArtifacts(ctx, *dir, base, name, *maxBytes)
 	if err != nil {
 		return err
 	}
@@ -180,8 +199,12 @@ type uploaded struct {
 }
 
 // storeArtifacts copies dir to a fresh location under base:
-// <base>/<name>/<time>-<random>/.
-func storeArtifacts(ctx context.Context, dir, base, name string) (uploaded, error) {
+// <base>/<name>/<time>-<random>/, or, for a CrateDB blob table, to the
+// table's content-addressed blobs (at most maxBytes).
+func storeArtifacts(ctx context.Context, dir, base, name string, maxBytes int64) (uploaded, error) {
+	if crateblob.IsURI(base) {
+		return storeBlobs(ctx, dir, base, maxBytes)
+	}
 	var rnd [4]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return uploaded{}, err
@@ -214,6 +237,31 @@ func storeArtifacts(ctx context.Context, dir, base, name string) (uploaded, erro
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = s3.Remove(ctx, c, loc, keys)
+	}}, nil
+}
+
+// storeBlobs uploads dir into the blob table base names; undo removes
+// the blobs the upload created (not those another version shares).
+func storeBlobs(ctx context.Context, dir, base string, maxBytes int64) (uploaded, error) {
+	table, err := crateblob.ParseURI(base)
+	if err != nil {
+		return uploaded{}, usagef("--artifacts: %s", forecast.ErrorMessage(err))
+	}
+	if table.Digest != "" {
+		return uploaded{}, usagef("--artifacts: %s names a blob, not a table (crate+blob://host:port/TABLE)", base)
+	}
+	c := crateblob.New(crateblob.Config{})
+	up, err := c.Upload(ctx, dir, table, maxBytes)
+	if err != nil {
+		c.Close()
+		if forecast.ErrorCode(err) == forecast.EINVALID {
+			return uploaded{}, fmt.Errorf("--model-dir: %w", err)
+		}
+		return uploaded{}, err
+	}
+	return uploaded{location: up.Location.String(), undo: func() {
+		defer c.Close()
+		_ = c.Remove(table, up.Created)
 	}}, nil
 }
 
