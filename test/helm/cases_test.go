@@ -175,6 +175,15 @@ ingest: {wattTime: {regions: {US-CAL-CISO: CAISO_NORTH}, credentialsSecret: {nam
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
 	},
 	{
+		name: "just CrateDB: registry, store and model files in one CrateDB", release: "carbongate", ns: "carbon",
+		values: `
+gateway: {clock: system}
+registry: {enabled: true, uriSecret: {name: crate-registry}, poll: 1s, artifactSources: [crate+blob://crate.db.svc:4200/models]}
+store: {enabled: true, uriSecret: {name: crate-store}}
+`,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+	},
+	{
 		name: "backfill CronJob", release: "cg", ns: "batch",
 		values: `
 gateway: {clock: system}
