@@ -1,6 +1,7 @@
 package crateblob_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -73,4 +74,16 @@ func TestUnder(t *testing.T) {
 			t.Errorf("%s under %s = %v, want %v", blob, base, got, tc.want)
 		}
 	}
+}
+
+func ExampleParseURI() {
+	l, err := crateblob.ParseURI("crate+blob://crate.db.svc:4200/models/" + crateblob.Digest([]byte("{}")))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Host, l.Table, l.Digest)
+	fmt.Println(l.TableLocation())
+	// Output:
+	// crate.db.svc:4200 models bf21a9e8fbc5a3846fb05b4fa0859e0917b2202f
+	// crate+blob://crate.db.svc:4200/models
 }
