@@ -68,18 +68,26 @@ func TestCarbonAwareSDKConformance(t *testing.T) {
 	if err := os.WriteFile(config, []byte(casdkConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	swaggerDoc, err := os.ReadFile(swagger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := func(string) bool { return true }
+	sdkOps := countOperations(t, swaggerDoc, all)
+	ownOps := countOperations(t, fetch(t, base+"/openapi.json"), func(path string) bool { return strings.HasPrefix(path, "/casdk/") })
 	sdk := []string{"run", swagger, "--url", base + "/casdk"}
 	for _, r := range []struct {
 		name string
+		ops  int
 		args []string
 	}{
-		{"generated", sdk},
-		{"steered", append([]string{"--config-file", config}, sdk...)},
+		{"generated", sdkOps, sdk},
+		{"steered", sdkOps, append([]string{"--config-file", config}, sdk...)},
 		// carbongate's own document of these routes (its extra answers and
 		// headers), which TestOpenAPIConformance leaves to this test.
-		{"carbongate's document", []string{"run", base + "/openapi.json", "--include-path-regex", "^/casdk/"}},
+		{"carbongate's document", ownOps, []string{"run", base + "/openapi.json", "--include-path-regex", "^/casdk/"}},
 	} {
-		t.Run(r.name, func(t *testing.T) { run(t, venv, dir, casdkExamples, r.args...) })
+		t.Run(r.name, func(t *testing.T) { run(t, venv, dir, casdkExamples, r.ops, r.args...) })
 	}
 	if log := gw.Log(); strings.Contains(log, `"level":"ERROR"`) {
 		t.Fatalf("the gateway logged errors during the run:\n%s", errorLines(log))
