@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // winSink keeps the benchmark's results alive.
@@ -47,7 +48,11 @@ func BenchmarkSearch(b *testing.B) {
 				}
 				winSink = res
 			}
+			perSearch := b.Elapsed() / time.Duration(b.N)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(zones*slots), "ns/zone-slot")
+			if zones == 1000 {
+				testsupport.Goal(b, perSearch < 5*time.Millisecond, "window search, %d zones x %d slots: %v per search (goal < 5ms)", zones, slots, perSearch.Round(time.Microsecond))
+			}
 		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/gateway/wiring"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // benchBody asks across all 12 bundled zones: a 3-hour job, 48-hour deadline.
@@ -129,7 +130,7 @@ func BenchmarkScheduleOpenLoop(b *testing.B) {
 		b.ReportMetric(float64(lat[n-1].Microseconds())/1000, "max-ms")
 		b.ReportMetric(float64(errs.Load()), "errors")
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
-		fmt.Printf("open loop: %d requests at %d/s over %v: p50 %v, p99 %v, max %v, errors %d (goal: p99 < 5ms)\n",
+		testsupport.Goal(b, p99 < 5*time.Millisecond && errs.Load() == 0, "open loop: %d requests at %d/s over %v: p50 %v, p99 %v, max %v, errors %d (goal: p99 < 5ms, no error)",
 			n, rate, elapsed.Round(time.Millisecond), p50, p99, lat[n-1], errs.Load())
 	}
 }
@@ -187,7 +188,7 @@ func BenchmarkScheduleVsBare(b *testing.B) {
 	ours, ref := nsPerOp["carbongate"], nsPerOp["bare"]
 	fmt.Printf("schedule (12 cached zones, %d-byte response, GOMAXPROCS %d): carbongate %.0f req/s, bare net/http %.0f req/s\n",
 		len(constant), runtime.GOMAXPROCS(0), 1e9/ours, 1e9/ref)
-	fmt.Printf("throughput ratio carbongate/bare = %.2f (goal >= 0.5)\n", ref/ours)
+	testsupport.Goal(b, ref/ours >= 0.5, "throughput ratio carbongate/bare = %.2f (goal >= 0.5)", ref/ours)
 }
 
 // BenchmarkScheduleTracing measures POST /v1/schedule with 12 cached zones
@@ -261,5 +262,5 @@ func BenchmarkScheduleTracing(b *testing.B) {
 	ref := nsPerOp["untraced"]
 	fmt.Printf("schedule tracing (12 cached zones, GOMAXPROCS %d): untraced %.0f req/s, off %.0f req/s, on %.0f req/s\n",
 		runtime.GOMAXPROCS(0), 1e9/ref, 1e9/nsPerOp["off"], 1e9/nsPerOp["on"])
-	fmt.Printf("throughput ratio off/untraced = %.2f (goal >= 0.97), on/untraced = %.2f\n", ref/nsPerOp["off"], ref/nsPerOp["on"])
+	testsupport.Goal(b, ref/nsPerOp["off"] >= 0.97, "throughput ratio off/untraced = %.2f (goal >= 0.97), on/untraced = %.2f", ref/nsPerOp["off"], ref/nsPerOp["on"])
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
 	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // moving is a replay clock that advances with wall time, so the cache's
@@ -328,6 +329,6 @@ func BenchmarkFanOut(b *testing.B) {
 		fmt.Println(l)
 	}
 	if last.one > 0 {
-		fmt.Printf("fan-out to 12 zones vs 1 (grpc, 5ms model latency, cache cold, %d CPUs): %.2f× (goal ≤ 1.5×)\n", runtime.NumCPU(), ratio(last))
+		testsupport.Goal(b, ratio(last) <= 1.5, "fan-out to 12 zones vs 1 (grpc, 5ms model latency, cache cold, %d CPUs): %.2f× (goal ≤ 1.5×)", runtime.NumCPU(), ratio(last))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/carbongate/carbongate/oip"
 	pb "github.com/carbongate/carbongate/oip/grpc/inferencepb"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // fixedBackend answers every Infer with one prebuilt response, so the
@@ -210,7 +211,10 @@ func BenchmarkModelInfer(b *testing.B) {
 	}
 	ours, pbNoop, bare := lat[0], lat[1], lat[2]
 	fmt.Printf("ours/pb-noop p50=%.2fx p99=%.2fx\n", ratio(ours, pbNoop, 0.50), ratio(ours, pbNoop, 0.99))
-	fmt.Printf("ratio ours/bare p50=%.2fx p99=%.2fx (goal <= 1.5x)\n", ratio(ours, bare, 0.50), ratio(ours, bare, 0.99))
+	// The OIP gRPC server here has a canned backend (no model): the figure
+	// is the protocol layer's cost, not carbonserve's (cmd/carbonserve's
+	// BenchmarkThroughput measures that).
+	testsupport.Goal(b, ratio(ours, bare, 0.99) <= 1.5, "OIP gRPC server with a canned backend (not carbonserve): ratio ours/bare p50=%.2fx p99=%.2fx (goal <= 1.5x at p99)", ratio(ours, bare, 0.50), ratio(ours, bare, 0.99))
 }
 
 func ratio(a, b latencies, p float64) float64 {

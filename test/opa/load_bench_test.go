@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/test/services"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // loadResult summarises one open-loop run.
@@ -116,7 +117,7 @@ func BenchmarkAdmissionLoad(b *testing.B) {
 	openLoad(carbongate+"/v1/schedule", schedule, 200, 2*time.Second, decided)
 
 	cpu := measureCPU(b, opaProc.Pid(), func() loadResult { return openLoad(opaURL, review, cpuRate, d, allowed) })
-	fmt.Printf("admission load OPA CPU per review at %d/s: %.3f ms (%v CPU for %d reviews in %v, %d errors, load average %.1f; goal: <= 0.3 ms)\n",
+	testsupport.Goal(b, cpu.perReview() <= 300*time.Microsecond, "admission load OPA CPU per review at %d/s: %.3f ms (%v CPU for %d reviews in %v, %d errors, load average %.1f; goal: <= 0.3 ms)",
 		cpuRate, cpu.perReview().Seconds()*1e3, cpu.cpu.Round(10*time.Millisecond), cpu.r.sent, d, cpu.r.failed, cpu.load)
 	b.ReportMetric(cpu.perReview().Seconds()*1e6, "opa-cpu-µs/review")
 
@@ -130,7 +131,7 @@ func BenchmarkAdmissionLoad(b *testing.B) {
 			r.name, r.r.sent, d, r.r.p50.Round(10*time.Microsecond), r.r.p99.Round(10*time.Microsecond), r.r.failed)
 	}
 	b.ReportMetric(float64(viaOPA.p99.Microseconds()), "opa-p99-µs")
-	fmt.Printf("admission load p99 through OPA / direct: %.1fx (goal: OPA p99 < 20ms, 0 errors)\n", float64(viaOPA.p99)/float64(direct.p99))
+	testsupport.Goal(b, viaOPA.p99 < 20*time.Millisecond, "admission load p99 through OPA / direct: %.1fx (goal: OPA p99 < 20ms, 0 errors)", float64(viaOPA.p99)/float64(direct.p99))
 	if viaOPA.failed > 0 || direct.failed > 0 || cpu.r.failed > 0 {
 		b.Errorf("errors: %d through OPA, %d direct, %d in the CPU run", viaOPA.failed, direct.failed, cpu.r.failed)
 	}
