@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,21 +44,15 @@ type CrateDB struct {
 	StartTime time.Duration
 
 	home string              // CRATE_HOME the server runs from
-	dir  string              // run dir: conf/, data/, logs/, lock
-	lock *os.File            // held while the server runs
 	cred *syscall.Credential // the unprivileged user when root
 
-	server       // the current process
-	private bool // started by StartPrivateCrateDB: may be stopped
-	runs    int  // under mu
-	schema  int  // under mu
+	server         // the current process
+	isPrivate bool // started by StartPrivateCrateDB: may be stopped
+	runs      int  // under mu
+	schema    int  // under mu
 }
 
-var sharedCrate struct {
-	once sync.Once
-	c    *CrateDB
-	err  error
-}
+var sharedCrate shared[*CrateDB]
 
 // StartCrateDB returns the test binary's CrateDB server, starting it on
 // first use (about 10 s); every test of the binary shares it (give each its
@@ -69,13 +62,7 @@ var sharedCrate struct {
 func StartCrateDB(tb testing.TB) *CrateDB {
 	tb.Helper()
 	home := CrateDBHome(tb)
-	sharedCrate.once.Do(func() {
-		sharedCrate.c, sharedCrate.err = startCrateDB(home)
-	})
-	if sharedCrate.err != nil {
-		tb.Fatalf("services: start CrateDB: %v", sharedCrate.err)
-	}
-	return sharedCrate.c
+	return sharedCrate.get(tb, "CrateDB", func() (*CrateDB, error) { return startCrateDB(home) })
 }
 
 // StartPrivateCrateDB starts a CrateDB server of tb's own (about 10 s),
@@ -87,17 +74,8 @@ func StartPrivateCrateDB(tb testing.TB) *CrateDB {
 	if err != nil {
 		tb.Fatalf("services: start CrateDB: %v", err)
 	}
-	c.private = true
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("services: CrateDB log (tail):\n%s", c.logTail(6000))
-		}
-		c.shutdown(syscall.SIGTERM)
-		c.lock.Close()
-		if err := os.RemoveAll(c.dir); err != nil {
-			tb.Logf("services: remove CrateDB dir: %v", err)
-		}
-	})
+	c.isPrivate = true
+	c.server.private(tb, "CrateDB")
 	return c
 }
 
@@ -105,17 +83,17 @@ func StartPrivateCrateDB(tb testing.TB) *CrateDB {
 // exits) and waits for it. Only for servers of StartPrivateCrateDB.
 func (c *CrateDB) Stop(tb testing.TB) {
 	tb.Helper()
-	if !c.private {
+	if !c.isPrivate {
 		tb.Fatalf("services: the shared CrateDB server cannot be stopped; use StartPrivateCrateDB")
 	}
-	c.shutdown(syscall.SIGTERM)
+	c.stop()
 }
 
 // Start starts a stopped server again on the same ports and data, and
 // returns once a query answers. Only for servers of StartPrivateCrateDB.
 func (c *CrateDB) Start(tb testing.TB) {
 	tb.Helper()
-	if !c.private {
+	if !c.isPrivate {
 		tb.Fatalf("services: the shared CrateDB server cannot be restarted; use StartPrivateCrateDB")
 	}
 	if c.Running() {
@@ -146,6 +124,7 @@ func crateRoot() string { return filepath.Join(os.TempDir(), "carbongate-cratedb
 
 func startCrateDB(home string) (*CrateDB, error) {
 	c := &CrateDB{Host: "127.0.0.1", home: home}
+	c.stopSig = syscall.SIGTERM // CrateDB closes its shards and exits
 	if err := c.prepare(); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,8 +44,6 @@ type Postgres struct {
 
 	shared bool
 	bin    string
-	dir    string // run dir: data/, sock/, logs, lock
-	lock   *os.File
 	cred   *syscall.Credential // the postgres OS user when running as root
 
 	server     // the current process
@@ -54,12 +51,8 @@ type Postgres struct {
 	dbSeq  int // under mu
 }
 
-// shared is the one server per test binary that StartPostgres hands out.
-var shared struct {
-	once sync.Once
-	pg   *Postgres
-	err  error
-}
+// sharedPG is the one server per test binary that StartPostgres hands out.
+var sharedPG shared[*Postgres]
 
 // StartPostgres returns the test binary's PostgreSQL server, starting it on
 // first use; every test of the binary shares it (give each its own database
@@ -70,13 +63,7 @@ var shared struct {
 func StartPostgres(tb testing.TB) *Postgres {
 	tb.Helper()
 	bin := PGBinDir(tb)
-	shared.once.Do(func() {
-		shared.pg, shared.err = startPostgres(bin, true)
-	})
-	if shared.err != nil {
-		tb.Fatalf("services: start PostgreSQL: %v", shared.err)
-	}
-	return shared.pg
+	return sharedPG.get(tb, "PostgreSQL", func() (*Postgres, error) { return startPostgres(bin, true) })
 }
 
 // StartPrivatePostgres starts a PostgreSQL server of tb's own, which tb may
@@ -88,16 +75,7 @@ func StartPrivatePostgres(tb testing.TB) *Postgres {
 	if err != nil {
 		tb.Fatalf("services: start PostgreSQL: %v", err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("services: postgres log (tail):\n%s", pg.logTail(6000))
-		}
-		pg.shutdown()
-		pg.lock.Close()
-		if err := os.RemoveAll(pg.dir); err != nil {
-			tb.Logf("services: remove PostgreSQL dir: %v", err)
-		}
-	})
+	pg.server.private(tb, "PostgreSQL")
 	return pg
 }
 
@@ -143,6 +121,7 @@ func pgRoot() string { return filepath.Join(os.TempDir(), "carbongate-pg") }
 
 func startPostgres(bin string, isShared bool) (*Postgres, error) {
 	p := &Postgres{Host: "127.0.0.1", shared: isShared, bin: bin}
+	p.stopSig = syscall.SIGINT // fast shutdown: sessions are terminated
 	if err := p.prepare(); err != nil {
 		return nil, err
 	}
@@ -324,40 +303,6 @@ func (p *Postgres) URL(db string) string {
 		net.JoinHostPort(p.Host, strconv.Itoa(p.Port)), db)
 }
 
-// server holds a database server's current process, which restarts
-// replace; mu also guards the fields of the server type embedding it.
-type server struct {
-	mu   sync.Mutex
-	proc *Proc
-}
-
-// Running reports whether the server process is up.
-func (s *server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.Exited()
-}
-
-// Log returns the current server process's log.
-func (s *server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
-
-// logTail is the end of the current server process's log.
-func (s *server) logTail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.logTail(n)
-}
-
 var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 
 // testIdent is a lowercase SQL identifier for tb's database or schema
@@ -413,7 +358,7 @@ func (p *Postgres) Stop(tb testing.TB) {
 	if p.shared {
 		tb.Fatalf("services: the shared PostgreSQL server cannot be stopped; use StartPrivatePostgres")
 	}
-	p.shutdown()
+	p.stop()
 }
 
 // Start starts a stopped server again on the same port and data. Only for
@@ -436,24 +381,4 @@ func (p *Postgres) Restart(tb testing.TB) {
 	tb.Helper()
 	p.Stop(tb)
 	p.Start(tb)
-}
-
-// shutdown is PostgreSQL's fast shutdown (SIGINT).
-func (p *Postgres) shutdown() { p.server.shutdown(syscall.SIGINT) }
-
-// shutdown sends sig to the server process and waits for it to exit,
-// killing it after 30 s.
-func (s *server) shutdown(sig syscall.Signal) {
-	s.mu.Lock()
-	proc := s.proc
-	s.mu.Unlock()
-	if proc == nil || proc.Exited() {
-		return
-	}
-	_ = syscall.Kill(proc.Pid(), sig)
-	select {
-	case <-proc.done:
-	case <-time.After(30 * time.Second):
-	}
-	proc.Kill()
 }
