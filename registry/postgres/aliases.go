@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -145,7 +146,7 @@ func (s *Store) WatchAliases(ctx context.Context) (<-chan struct{}, error) {
 // listen opens the watch connection, LISTENs and checks that the trigger
 // exists (after LISTEN, so no change in between is missed).
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	ctx, cancel := withTimeout(ctx, ConnectTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {

@@ -1,17 +1,9 @@
 package postgres
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
@@ -178,70 +170,5 @@ func TestPage(t *testing.T) {
 	}
 	if l, o, err := page(registry.Search{MaxResults: 1000, Offset: 5}); l != 1001 || o != 5 || err != nil {
 		t.Fatalf("page = %d, %d, %v", l, o, err)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	t.Parallel()
-	ours := forecast.Errorf(forecast.ENOTFOUND, "Registered Model with name=m not found")
-	tests := []struct {
-		note string
-		err  error
-		code string
-	}{
-		{"ours pass through", ours, forecast.ENOTFOUND},
-		{"no rows", pgx.ErrNoRows, forecast.ENOTFOUND},
-		{"unique violation", &pgconn.PgError{Code: "23505"}, forecast.ECONFLICT},
-		{"wrapped unique violation", fmt.Errorf("insert: %w", &pgconn.PgError{Code: "23505"}), forecast.ECONFLICT},
-		{"foreign key", &pgconn.PgError{Code: "23503"}, forecast.ENOTFOUND},
-		{"too long", &pgconn.PgError{Code: "22001"}, forecast.EINVALID},
-		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, forecast.EUNAVAILABLE},
-		{"too many connections", &pgconn.PgError{Code: "53300"}, forecast.EUNAVAILABLE},
-		{"connection failure", &pgconn.PgError{Code: "08006"}, forecast.EUNAVAILABLE},
-		{"bad password", &pgconn.PgError{Code: "28P01"}, forecast.EUNAUTHORIZED},
-		{"syntax error", &pgconn.PgError{Code: "42601"}, forecast.EINTERNAL},
-		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), forecast.EUNAVAILABLE},
-		{"eof", io.ErrUnexpectedEOF, forecast.EUNAVAILABLE},
-		{"other", errors.New("cannot scan"), forecast.EINTERNAL},
-	}
-	for _, tc := range tests {
-		t.Run(tc.note, func(t *testing.T) {
-			t.Parallel()
-			got := classify(context.Background(), "test", tc.err)
-			if forecast.ErrorCode(got) != tc.code {
-				t.Fatalf("classify(%v) = %v, want code %s", tc.err, got, tc.code)
-			}
-			if !errors.Is(got, tc.err) {
-				t.Fatalf("cause lost: %v", got)
-			}
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	got := classify(ctx, "test", errors.New("conn closed"))
-	if !errors.Is(got, context.Canceled) || forecast.ErrorCode(got) != forecast.EUNAVAILABLE {
-		t.Fatalf("classify under a canceled ctx = %v, want EUNAVAILABLE wrapping context.Canceled", got)
-	}
-	if classify(ctx, "test", nil) != nil {
-		t.Fatal("classify(nil) != nil")
-	}
-}
-
-func TestParseConfig(t *testing.T) {
-	t.Parallel()
-	cfg, err := parseConfig("postgres://u:p@db.example:5433/reg?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.ConnConfig.ConnectTimeout != ConnectTimeout || cfg.ConnConfig.RuntimeParams["application_name"] != "carbongate" {
-		t.Fatalf("defaults not applied: timeout %v, params %v", cfg.ConnConfig.ConnectTimeout, cfg.ConnConfig.RuntimeParams)
-	}
-	cfg, err = parseConfig("postgres://db.example/reg?connect_timeout=3&application_name=x")
-	if err != nil || cfg.ConnConfig.ConnectTimeout.Seconds() != 3 || cfg.ConnConfig.RuntimeParams["application_name"] != "x" {
-		t.Fatalf("URL settings overridden: %v, %v", cfg, err)
-	}
-	_, err = parseConfig("postgres://u:hunter2@[::1/db")
-	if forecast.ErrorCode(err) != forecast.EINVALID || strings.Contains(err.Error(), "hunter2") {
-		t.Fatalf("parseConfig(malformed) = %v, want EINVALID without the password", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 )
 
 // Revision is the alembic revision Migrate records: the head of MLflow
@@ -114,7 +115,7 @@ SELECT to_regclass('experiments') IS NOT NULL,
 // Schema reports which of MLflow's tables the database holds and in which
 // layout. Calls after a change (Migrate, an MLflow upgrade) see it.
 func (s *Store) Schema(ctx context.Context) (SchemaInfo, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	st, err := detect(ctx, s.pool)
 	if err != nil {
@@ -168,11 +169,11 @@ const migrateLock = 0x6361726267617465 // "carbgate"
 // server expects its tracking tables too, so let MLflow create a database
 // both share (mlflow db upgrade) and run Migrate on it afterwards.
 func Migrate(ctx context.Context, url string) error {
-	cfg, err := parseConfig(url)
+	cfg, err := backend.ParseConfig(url)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
@@ -276,7 +277,7 @@ CREATE TABLE registered_model_aliases (
 // trigger and changes none of MLflow's tables or rows. ENOTFOUND when the
 // table does not exist.
 func (s *Store) InstallTrigger(ctx context.Context) error {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	return classify(ctx, "install trigger", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
