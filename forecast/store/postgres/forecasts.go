@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
@@ -117,7 +118,7 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 	}
 	rows = sortedRows(rows)
 	zones, issued := sortedUnits(units)
-	ctx, cancel := withTimeout(ctx, WriteTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if len(rows) > 0 {
@@ -190,7 +191,7 @@ func sortedUnits(units []store.Unit) ([]string, []time.Time) {
 // Done implements store.Forecasts: job's units ordered by zone then issue
 // time, in UTC; empty (not nil) when the job has none.
 func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT zone, issued_at FROM backfill_checkpoints WHERE job = $1 ORDER BY zone COLLATE "C", issued_at`, job)
 	if err != nil {
@@ -213,7 +214,7 @@ func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
 // server as fn consumes them, ordered by zone, model_name, model_version,
 // issued_at, target_time (then signal), strings compared bytewise.
 func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn func(store.ForecastRow) error) error {
-	ctx, cancel := withTimeout(ctx, ReadTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
 	sql, args := forecastQuery(q)
 	rows, err := s.pool.Query(ctx, sql, args...)

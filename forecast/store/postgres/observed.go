@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
@@ -39,7 +40,7 @@ func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal f
 	for i, o := range obs {
 		times[i], values[i], estimated[i] = o.Time.UTC(), o.Value, o.Estimated
 	}
-	ctx, cancel := withTimeout(ctx, WriteTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	_, err := s.pool.Exec(ctx, upsertObserved, string(zone), string(signal), times, values, estimated)
 	return classify(ctx, "upsert observed", err)
@@ -47,7 +48,7 @@ func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal f
 
 // LatestObserved implements store.Observed.
 func (s *Store) LatestObserved(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (time.Time, bool, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	var latest *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT max(time) FROM observed_signals WHERE zone = $1 AND signal = $2`,
@@ -75,7 +76,7 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 		return out, 0, err
 	}
 	from, to = out.Start, out.End()
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT time, value FROM observed_signals
 WHERE zone = $1 AND signal = $2 AND time >= $3 AND time < $4`, string(zone), string(signal), from, to)
@@ -108,7 +109,7 @@ func (s *Store) Last(ctx context.Context, zone forecast.Zone, signal forecast.Si
 
 // known reports whether any observation of zone's signal is stored.
 func (s *Store) known(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (bool, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM observed_signals WHERE zone = $1 AND signal = $2)`,

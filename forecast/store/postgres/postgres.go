@@ -24,28 +24,21 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
-	"github.com/carbongate/carbongate/gateway/tracing"
 )
 
 // Timeouts applied when the caller's context has no deadline.
 const (
 	// ConnectTimeout bounds Open and establishing one connection
 	// (connect_timeout in the URL overrides the latter).
-	ConnectTimeout = 10 * time.Second
+	ConnectTimeout = pgwire.ConnectTimeout
 	// DefaultTimeout bounds every call but the ones below.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = pgwire.DefaultTimeout
 	// WriteTimeout bounds WriteForecasts and UpsertObserved: large
 	// batches are the caller's choice.
 	WriteTimeout = 5 * time.Minute
@@ -70,115 +63,32 @@ var _ store.DB = (*Store)(nil)
 // credentials; ENOTFOUND when the database does not exist. The tables need
 // not exist yet: Migrate creates them.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	if strings.TrimSpace(dsn) == "" {
-		return nil, forecast.FieldErrorf(forecast.EINVALID, "store", "missing database URL")
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := backend.Open(ctx, dsn)
 	if err != nil {
-		// pgconn redacts the password in its parse errors.
-		return nil, &forecast.Error{Code: forecast.EINVALID, Field: "store", Message: "invalid PostgreSQL URL", Err: err}
+		return nil, err
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
-	}
-	cfg.ConnConfig.Tracer = tracing.QueryTracer() // nil while tracing is off
-	for k, v := range map[string]string{
+	return &Store{pool: pool, staging: stagingSession}, nil
+}
+
+// backend is how this package's errors read and its pools are set up.
+var backend = pgwire.Backend{
+	Name:    "postgres store:",
+	Field:   "store",
+	Migrate: "run migrate to create the store's tables",
+	Params: map[string]string{
 		"application_name": "carbongate-store",
 		// Room for a large staging batch in memory (the default is
 		// 8MB); allocated only as used.
 		"temp_buffers": "64MB",
-	} {
-		if _, ok := cfg.ConnConfig.RuntimeParams[k]; !ok {
-			cfg.ConnConfig.RuntimeParams[k] = v
-		}
-	}
-	ctx, cancel := withTimeout(ctx, ConnectTimeout)
-	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, classify(ctx, "connect", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, classify(ctx, "connect", err)
-	}
-	return &Store{pool: pool, staging: stagingSession}, nil
+	},
 }
 
 // Close closes the pool; calls after Close fail with EUNAVAILABLE.
 func (s *Store) Close() { s.pool.Close() }
 
-// withTimeout gives ctx a deadline d away unless it has one.
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
-}
-
 // classify turns a driver error into a *forecast.Error keeping it as the
-// cause; *forecast.Error values pass through.
+// cause (pgwire's one classification); *forecast.Error values pass
+// through.
 func classify(ctx context.Context, what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *forecast.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	msg := "postgres store: " + what
-	if cerr := ctx.Err(); cerr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		if cerr != nil && !errors.Is(err, cerr) {
-			err = errors.Join(cerr, err)
-		}
-		return &forecast.Error{Code: forecast.EUNAVAILABLE, Message: msg + ": timed out or canceled", Err: err}
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		code := sqlstateCode(pe.Code)
-		m := msg + ": " + pe.Message
-		if pe.Code == "42P01" {
-			m += " (run migrate to create the store's tables)"
-		}
-		return &forecast.Error{Code: code, Message: m, Err: err}
-	}
-	if unreachable(err) {
-		return &forecast.Error{Code: forecast.EUNAVAILABLE, Message: msg + ": database unreachable", Err: err}
-	}
-	return &forecast.Error{Code: forecast.EINTERNAL, Message: msg + " failed", Err: err}
-}
-
-// sqlstateCode maps a SQLSTATE to an error code.
-func sqlstateCode(code string) string {
-	switch {
-	case code == "3D000": // invalid_catalog_name: no such database
-		return forecast.ENOTFOUND
-	case code == "23505", code == "40001", code == "40P01": // unique violation, serialization failure, deadlock
-		return forecast.ECONFLICT
-	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"): // data exception, integrity constraint
-		return forecast.EINVALID
-	case code == "42P01", code == "42703": // table or column missing: not migrated
-		return forecast.EUNAVAILABLE
-	case strings.HasPrefix(code, "28"): // invalid authorization
-		return forecast.EUNAUTHORIZED
-	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"), strings.HasPrefix(code, "57P"):
-		// connection exception, insufficient resources, shutdown/restart
-		return forecast.EUNAVAILABLE
-	}
-	return forecast.EINTERNAL
-}
-
-// unreachable reports whether err means the server cannot be talked to.
-func unreachable(err error) bool {
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	switch {
-	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err), pgconn.SafeToRetry(err):
-		return true
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "conn closed") || strings.Contains(s, "closed pool")
+	return backend.Classify(ctx, what, err)
 }

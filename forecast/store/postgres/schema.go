@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/carbongate/carbongate/forecast/pgwire"
 )
 
 // migrateLock is the key of the transaction-level advisory lock Migrate
@@ -44,7 +46,7 @@ var schema = []string{
 // one transaction under an advisory lock, so it is safe to run twice and
 // from several processes at once. Existing tables are left as they are.
 func (s *Store) Migrate(ctx context.Context) error {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLock); err != nil {

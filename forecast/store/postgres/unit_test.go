@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"math"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
@@ -169,42 +166,6 @@ func TestForecastQuery(t *testing.T) {
 	}
 	if sql, args := forecastQuery(store.ForecastQuery{}); strings.Contains(sql, "WHERE") || len(args) != 0 {
 		t.Fatalf("empty query: %s %v", sql, args)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	t.Parallel()
-	canceled, cancel := context.WithCancel(context.Background())
-	cancel()
-	ctx := context.Background()
-	tests := []struct {
-		name string
-		ctx  context.Context
-		err  error
-		code string
-	}{
-		{"admin shutdown", ctx, &pgconn.PgError{Code: "57P01"}, forecast.EUNAVAILABLE},
-		{"connection failure", ctx, &pgconn.PgError{Code: "08006"}, forecast.EUNAVAILABLE},
-		{"table missing", ctx, &pgconn.PgError{Code: "42P01"}, forecast.EUNAVAILABLE},
-		{"bad text", ctx, &pgconn.PgError{Code: "22021"}, forecast.EINVALID},
-		{"deadlock", ctx, &pgconn.PgError{Code: "40P01"}, forecast.ECONFLICT},
-		{"no database", ctx, &pgconn.PgError{Code: "3D000"}, forecast.ENOTFOUND},
-		{"bad password", ctx, &pgconn.PgError{Code: "28P01"}, forecast.EUNAUTHORIZED},
-		{"EOF", ctx, io.ErrUnexpectedEOF, forecast.EUNAVAILABLE},
-		{"canceled", canceled, errors.New("conn closed"), forecast.EUNAVAILABLE},
-		{"syntax", ctx, &pgconn.PgError{Code: "42601"}, forecast.EINTERNAL},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			err := classify(tt.ctx, "op", tt.err)
-			if got := forecast.ErrorCode(err); got != tt.code {
-				t.Fatalf("code=%q, want %q (err %v)", got, tt.code, err)
-			}
-			if !errors.Is(err, tt.err) {
-				t.Fatalf("%v lost its cause", err)
-			}
-		})
 	}
 }
 
