@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -199,7 +200,7 @@ func TestRowsErrAndScanErrors(t *testing.T) {
 		code  string
 	}{
 		{"late error", &reply{match: selModel, lateErr: pgErr("XX000", "NodeDisconnectedException[node left]")}, forecast.EUNAVAILABLE},
-		{"connection lost", &reply{match: selModel, err: errors.Join(ErrUnavailable, errors.New("EOF"))}, forecast.EUNAVAILABLE},
+		{"connection lost", &reply{match: selModel, err: errors.Join(pgwire.ErrUnavailable, errors.New("EOF"))}, forecast.EUNAVAILABLE},
 		{"column of the wrong type", rows(selModel, row(int64(1), int64(2), int64(3), "d")), forecast.EINTERNAL},
 		{"alias version not a number", nil, forecast.EINTERNAL},
 	}

@@ -29,35 +29,20 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 
-// DB is the part of a CrateDB connection pool the Store uses. Arguments are
-// bound as $1, $2, ... parameters; nothing of the caller's is ever spliced
-// into the SQL text.
-type DB interface {
-	// Exec runs a statement and returns the number of rows it affected.
-	Exec(ctx context.Context, sql string, args ...any) (int64, error)
-	// Query runs a statement that returns rows.
-	Query(ctx context.Context, sql string, args ...any) (Rows, error)
-}
+// DB is the part of a CrateDB connection pool the Store uses: Exec and
+// Query, arguments bound as $1, $2, ... parameters, nothing of the
+// caller's ever spliced into the SQL text. *pgwire.Pool (Connect) is one.
+type DB = pgwire.DB
 
-// Rows is a result set, read like pgx.Rows: Next, Scan, then Err; Close
-// releases it and is safe to call more than once.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
-
-// ErrUnavailable marks an error of the connection rather than of the
-// statement (refused, reset, pool closed). DB implementations wrap such
-// errors with it; the Store reports them as EUNAVAILABLE.
-var ErrUnavailable = errors.New("cratedb: connection failed")
+// Rows is a result set, read like pgx.Rows.
+type Rows = pgwire.Rows
 
 // DefaultTimeout bounds each Store call whose context has no deadline.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = pgwire.DefaultTimeout
 
 // MaxVersionAttempts bounds the optimistic updates of a model version
 // (UpdateVersion, TransitionStage, DeleteVersion): after that many lost
@@ -106,10 +91,7 @@ func (s *Store) Close() error {
 
 // bound applies DefaultTimeout when ctx has no deadline.
 func bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, DefaultTimeout)
+	return pgwire.WithTimeout(ctx, DefaultTimeout)
 }
 
 // millis is the Store clock in Unix milliseconds, as MLflow stores times.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -101,7 +102,7 @@ func (s *Store) allocateVersion(ctx context.Context, v registry.ModelVersion, st
 		switch {
 		case err == nil && n == 1:
 			return next, nil
-		case err == nil || isDuplicate(err):
+		case err == nil || pgwire.Duplicate(err):
 			// Taken by a concurrent writer. (A single-row INSERT reports a
 			// duplicate as an error; 0 rows is treated the same way.)
 			continue

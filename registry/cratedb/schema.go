@@ -180,7 +180,7 @@ const ConvertHint = "copy the rows into tables created by `carbonctl registry mi
 const schemaQuery = `SELECT table_name, column_name FROM information_schema.key_column_usage WHERE table_schema = current_schema AND table_name IN ($1, $2, $3, $4, $5) ORDER BY table_name, ordinal_position`
 
 // CheckSchema verifies that every registry table exists in the session's
-// schema with the primary key the Store relies on. ENOTFOUND (with
+// schema with the primary key the Store relies on. EUNAVAILABLE (with
 // MigrateHint) when a table is missing; EINVALID (with ConvertHint) when a
 // table has another primary key or none, as mlflow-cratedb 3.12 creates
 // them (workspace first): such a table cannot be fixed in place (CrateDB
@@ -224,7 +224,7 @@ func comparePrimaryKeys(ctx context.Context, db DB, got map[string][]string) err
 				return err
 			}
 			if !exists {
-				return forecast.Errorf(forecast.ENOTFOUND, "cratedb: table %s does not exist; %s", t, MigrateHint)
+				return forecast.Errorf(forecast.EUNAVAILABLE, "cratedb: table %s does not exist; %s", t, MigrateHint)
 			}
 			return forecast.Errorf(forecast.EINVALID, "cratedb: table %s has no primary key; the registry needs PRIMARY KEY (%s): %s", t, strings.Join(want, ", "), ConvertHint)
 		}

@@ -124,7 +124,7 @@ func modelCases() []opCase {
 			return nil, s.DeleteModelTag(ctx, "m", "zone")
 		}},
 		{name: "table_missing", replies: []*reply{fail(selModel, pgErr("XX000", "Relation 'registered_models' unknown"))},
-			code: forecast.ENOTFOUND, op: func(ctx context.Context, s *Store) (any, error) { return s.GetModel(ctx, "m") }},
+			code: forecast.EUNAVAILABLE, op: func(ctx context.Context, s *Store) (any, error) { return s.GetModel(ctx, "m") }},
 	}
 }
 
