@@ -23,10 +23,10 @@ package cratedb
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
@@ -36,39 +36,22 @@ const MaxBatch = 1000
 // Timeouts applied when the caller's context has no deadline.
 const (
 	// ConnectTimeout bounds Open and establishing one connection.
-	ConnectTimeout = 10 * time.Second
+	ConnectTimeout = pgwire.ConnectTimeout
 	// DefaultTimeout bounds every call but the ones below.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = pgwire.DefaultTimeout
 	// WriteTimeout bounds WriteForecasts and UpsertObserved.
 	WriteTimeout = 5 * time.Minute
 	// ReadTimeout bounds ReadForecasts, which streams rows to a callback.
 	ReadTimeout = 30 * time.Minute
 )
 
-// DB is the part of a CrateDB connection pool the Store uses. Arguments
-// are bound as $1, $2, … parameters; nothing of the caller's is spliced
-// into the SQL text. Implementations wrap connection failures with
-// ErrUnavailable.
-type DB interface {
-	// Exec runs a statement and returns the number of rows it affected.
-	Exec(ctx context.Context, sql string, args ...any) (int64, error)
-	// Query runs a statement that returns rows.
-	Query(ctx context.Context, sql string, args ...any) (Rows, error)
-}
+// DB is the part of a CrateDB connection pool the Store uses: Exec and
+// Query, arguments bound as $1, $2, … parameters, nothing of the caller's
+// spliced into the SQL text. *pgwire.Pool (Connect) is one.
+type DB = pgwire.DB
 
-// Rows is a result set, read like pgx.Rows: Next, Scan, then Err; Close
-// releases it and is safe to call more than once.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
-
-// ErrUnavailable marks an error of the connection rather than of the
-// statement (refused, reset, pool closed); the Store reports it as
-// EUNAVAILABLE.
-var ErrUnavailable = errors.New("cratedb: connection failed")
+// Rows is a result set, read like pgx.Rows.
+type Rows = pgwire.Rows
 
 // Store is a store.DB on CrateDB. Safe for concurrent use.
 type Store struct {
@@ -94,16 +77,11 @@ func New(db DB) (*Store, error) {
 // server cannot be reached within ConnectTimeout or ctx's deadline. The
 // tables need not exist: Migrate creates them.
 func Open(ctx context.Context, url string) (*Store, error) {
-	p, err := Connect(ctx, url)
+	pool, err := backend.Open(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := withTimeout(ctx, ConnectTimeout)
-	defer cancel()
-	if _, err := p.Exec(ctx, "SELECT 1"); err != nil {
-		p.Close()
-		return nil, classify(ctx, "connect", err)
-	}
+	p := pgwire.Wrap(pool)
 	s, _ := New(p)
 	s.close = p.Close
 	return s, nil
@@ -114,8 +92,5 @@ func (s *Store) Close() { s.close() }
 
 // withTimeout gives ctx a deadline d away unless it has one.
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
+	return pgwire.WithTimeout(ctx, d)
 }

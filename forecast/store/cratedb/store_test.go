@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
@@ -194,7 +195,7 @@ func TestFailedBatchRecordsNoUnit(t *testing.T) {
 		rows = append(rows, row("DE", 0, l, math.NaN(), math.NaN()))
 	}
 	first := &reply{match: `INSERT INTO "forecasts"`}
-	broken := &reply{match: `INSERT INTO "forecasts"`, err: errors.Join(ErrUnavailable, errors.New("connection reset"))}
+	broken := &reply{match: `INSERT INTO "forecasts"`, err: errors.Join(pgwire.ErrUnavailable, errors.New("connection reset"))}
 	db := newFake(first, broken)
 	err := newTestStore(t, db, 2).WriteForecasts(ctx, "job", []store.Unit{{Zone: "DE", IssuedAt: hour(0)}}, rows)
 	if got := forecast.ErrorCode(err); got != forecast.EUNAVAILABLE {
@@ -274,7 +275,7 @@ func TestLast(t *testing.T) {
 		{name: "gap", replies: []*reply{{match: `"time" >= $3`, rows: [][]any{{hour(21), 1.0}, {hour(23), 3.0}}}}, code: forecast.EUNAVAILABLE, missing: hour(22)},
 		{name: "nothing in the window, zone known", replies: []*reply{{match: "LIMIT 1", rows: [][]any{{hour(0)}}}}, code: forecast.EUNAVAILABLE, missing: hour(21)},
 		{name: "zone unknown", code: forecast.ENOTFOUND},
-		{name: "database down", replies: []*reply{{match: `"time" >= $3`, err: errors.Join(ErrUnavailable, errors.New("refused"))}}, code: forecast.EUNAVAILABLE},
+		{name: "database down", replies: []*reply{{match: `"time" >= $3`, err: errors.Join(pgwire.ErrUnavailable, errors.New("refused"))}}, code: forecast.EUNAVAILABLE},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,38 +297,6 @@ func TestLast(t *testing.T) {
 				if got[i] != tt.want[i] {
 					t.Fatalf("Last = %v, want %v", got, tt.want)
 				}
-			}
-		})
-	}
-}
-
-func TestClassify(t *testing.T) {
-	t.Parallel()
-	canceled, cancel := context.WithCancel(context.Background())
-	cancel()
-	tests := []struct {
-		name string
-		ctx  context.Context
-		err  error
-		code string
-	}{
-		{"connection", ctx, errors.Join(ErrUnavailable, errors.New("reset")), forecast.EUNAVAILABLE},
-		{"unknown table", ctx, &pgconn.PgError{Code: "XX000", Message: "RelationUnknown[Relation 'doc.forecasts' unknown]"}, forecast.EUNAVAILABLE},
-		{"shards", ctx, &pgconn.PgError{Code: "XX000", Message: "UnavailableShardsException[…]"}, forecast.EUNAVAILABLE},
-		{"bad value", ctx, &pgconn.PgError{Code: "XX000", Message: "ColumnValidationException[Validation failed for value]"}, forecast.EINVALID},
-		{"canceled", canceled, errors.New("read: use of closed connection"), forecast.EUNAVAILABLE},
-		{"other", ctx, &pgconn.PgError{Code: "XX000", Message: "SQLParseException[line 1:1]"}, forecast.EINTERNAL},
-		{"domain error passes", ctx, forecast.Errorf(forecast.ENOTFOUND, "x"), forecast.ENOTFOUND},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			err := classify(tt.ctx, "op", tt.err)
-			if got := forecast.ErrorCode(err); got != tt.code {
-				t.Fatalf("code=%q, want %q (err %v)", got, tt.code, err)
-			}
-			if !errors.Is(err, tt.err) {
-				t.Fatalf("classified error %v lost its cause", err)
 			}
 		})
 	}
