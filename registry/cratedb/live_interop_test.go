@@ -13,7 +13,8 @@ import (
 )
 
 // TestConformanceLive runs the registry conformance suite on a live CrateDB
-// server, each subtest on a schema of its own that Migrate set up.
+// server, each subtest on a schema of its own that Migrate set up, with its
+// fault cases.
 func TestConformanceLive(t *testing.T) {
 	t.Parallel()
 	crate := services.StartCrateDB(t)
@@ -34,5 +35,12 @@ func TestConformanceLive(t *testing.T) {
 			t.Fatalf("Open: %v", err)
 		}
 		return s
-	}, storetest.Options{})
+	}, storetest.Options{
+		Unmigrated: func(t *testing.T, o registry.Options) (registry.Store, error) {
+			return cratedb.Open(context.Background(), crate.Schema(t), o)
+		},
+		Unreachable: func(t *testing.T, o registry.Options) (registry.Store, error) {
+			return cratedb.Open(context.Background(), "postgres://crate@127.0.0.1:1/doc?connect_timeout=5", o)
+		},
+	})
 }

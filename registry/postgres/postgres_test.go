@@ -129,7 +129,7 @@ func wantCode(t *testing.T, what string, err error, code string) {
 }
 
 // TestStore runs the conformance suite on the layout Migrate creates
-// (MLflow 2.8 to 3.9).
+// (MLflow 2.8 to 3.9), with its fault cases.
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, o registry.Options) registry.Store {
@@ -138,7 +138,14 @@ func TestStore(t *testing.T) {
 			t.Fatalf("Open: %v", err)
 		}
 		return s
-	}, storetest.Options{})
+	}, storetest.Options{
+		Unmigrated: func(t *testing.T, o registry.Options) (registry.Store, error) {
+			return postgres.Open(testCtx(t), services.StartPostgres(t).Database(t), o)
+		},
+		Unreachable: func(t *testing.T, o registry.Options) (registry.Store, error) {
+			return postgres.Open(testCtx(t), "postgres://carbongate@127.0.0.1:1/registry?connect_timeout=5", o)
+		},
+	})
 }
 
 // TestStoreWorkspace runs the conformance suite on MLflow 3.10's layout

@@ -26,6 +26,10 @@
 //   - pages are ordered by OrderBy, then name ascending, then (versions)
 //     version descending: MLflow's tiebreak and default order;
 //   - SetAlias bumps no timestamp (MLflow keeps none for aliases);
+//   - a fault of the database (closed store, tables never created, server
+//     unreachable) is EUNAVAILABLE on every backend, never ENOTFOUND, and
+//     Close may be called more than once (see Options.Unmigrated and
+//     Options.Unreachable);
 //   - deleting a tag that is not set is nil or ENOTFOUND and changes
 //     nothing; TransitionStage with archiveExisting to None or Archived
 //     either archives nothing or is EINVALID and changes nothing.
@@ -57,6 +61,16 @@ type Options struct {
 	// MLflow server that behaves differently on purpose). The reasons are
 	// logged, so the report says what was left out and why.
 	Except map[string]string
+	// Unmigrated opens a store on a database whose tables were never
+	// created (migrate not run); it returns Open's error, if any, and the
+	// suite closes the store. Either Open or every call must fail with
+	// EUNAVAILABLE whose message says to migrate. Nil for a backend
+	// without tables: the case is logged as not run.
+	Unmigrated func(t *testing.T, o registry.Options) (registry.Store, error)
+	// Unreachable opens a store on a server that refuses connections:
+	// either Open or every call must fail with EUNAVAILABLE. Nil for a
+	// backend without a server: the case is logged as not run.
+	Unreachable func(t *testing.T, o registry.Options) (registry.Store, error)
 }
 
 // startMillis is where every subtest's fake clock starts (2023-11-14).
@@ -100,6 +114,27 @@ func Run(t *testing.T, open func(t *testing.T, o registry.Options) registry.Stor
 		{"SearchModelsOrder", testSearchModelsOrder},
 		{"SearchVersionsOrder", testSearchVersionsOrder},
 		{"SearchInvalid", testSearchInvalid},
+		{"Closed", testClosed},
+	}
+	faults := []struct {
+		name, fault, hint string
+		open              func(t *testing.T, o registry.Options) (registry.Store, error)
+	}{
+		{"Unmigrated", "on a database never migrated", "migrate", opts.Unmigrated},
+		{"Unreachable", "with the server unreachable", "", opts.Unreachable},
+	}
+	for _, f := range faults {
+		if why, ok := opts.Except[f.name]; ok || f.open == nil {
+			if !ok {
+				why = "the backend has no opener for it"
+			}
+			t.Logf("storetest: %s not run: %s", f.name, why)
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			testOpenFault(t, f.open, f.fault, f.hint)
+		})
 	}
 	for _, tc := range tests {
 		if why, ok := opts.Except[tc.name]; ok {
