@@ -25,5 +25,9 @@ func TestConformanceLive(t *testing.T) {
 		}
 		t.Cleanup(s.Close)
 		return s
+	}, storetest.Options{
+		Unreachable: func(t *testing.T) (store.DB, error) {
+			return cratedb.Open(context.Background(), "postgres://crate@127.0.0.1:1/doc?connect_timeout=5")
+		},
 	})
 }

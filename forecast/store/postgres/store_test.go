@@ -25,5 +25,9 @@ func open(t *testing.T) *postgres.Store {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) store.DB { return open(t) })
+	storetest.Run(t, func(t *testing.T) store.DB { return open(t) }, storetest.Options{
+		Unreachable: func(t *testing.T) (store.DB, error) {
+			return postgres.Open(context.Background(), "postgres://carbongate@127.0.0.1:1/store?connect_timeout=5")
+		},
+	})
 }

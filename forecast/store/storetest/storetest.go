@@ -18,10 +18,10 @@ import (
 var T0 = time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
 
 // Run runs the conformance suite. open returns a store on an empty
-// database of the test's own (tables not necessarily created: the suite
-// calls Migrate) and arranges for it to be closed and dropped in
-// t.Cleanup.
-func Run(t *testing.T, open func(t *testing.T) store.DB) {
+// database of the test's own (tables not created: the suite calls
+// Migrate, after checking what a store answers before it) and arranges for
+// it to be closed (Close may be called twice) and dropped in t.Cleanup.
+func Run(t *testing.T, open func(t *testing.T) store.DB, opts Options) {
 	t.Helper()
 	fresh := func(t *testing.T) store.DB {
 		t.Helper()
@@ -59,6 +59,28 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		t.Parallel()
 		testMigrate(t, open(t))
 	})
+	faults := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"Unmigrated", func(t *testing.T) { testUnmigrated(t, open(t)) }},
+		{"Closed", func(t *testing.T) { testClosed(t, open(t)) }},
+		{"Unreachable", func(t *testing.T) { testUnreachable(t, opts.Unreachable) }},
+	}
+	for _, f := range faults {
+		why, ok := opts.Except[f.name]
+		if !ok && f.name == "Unreachable" && opts.Unreachable == nil {
+			why, ok = "the store has no opener for it", true
+		}
+		if ok {
+			t.Logf("storetest: %s not run: %s", f.name, why)
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			f.run(t)
+		})
+	}
 }
 
 // Row returns a forecast row of zone issued at T0 + issued hours for
