@@ -101,7 +101,7 @@ func (s *Store) millis() int64 { return s.now().UnixMilli() }
 func (s *Store) exec(ctx context.Context, what, sql string, args ...any) (int64, error) {
 	n, err := s.db.Exec(ctx, sql, args...)
 	if err != nil {
-		return 0, classify(ctx, what, err)
+		return 0, backend.Classify(ctx, what, err)
 	}
 	return n, nil
 }
@@ -125,7 +125,7 @@ func (s *Store) refresh(ctx context.Context, tables ...string) error {
 func (s *Store) query(ctx context.Context, what string, each func(scan func(dest ...any) error) error, sql string, args ...any) error {
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
-		return classify(ctx, what, err)
+		return backend.Classify(ctx, what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -134,7 +134,7 @@ func (s *Store) query(ctx context.Context, what string, each func(scan func(dest
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return classify(ctx, what, err)
+		return backend.Classify(ctx, what, err)
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func scanError(ctx context.Context, what string, err error) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		return classify(ctx, what, err)
+		return backend.Classify(ctx, what, err)
 	}
 	return &forecast.Error{Code: forecast.EINTERNAL, Message: "cratedb " + what + ": unexpected row", Err: err}
 }

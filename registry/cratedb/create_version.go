@@ -107,7 +107,7 @@ func (s *Store) allocateVersion(ctx context.Context, v registry.ModelVersion, st
 			// duplicate as an error; 0 rows is treated the same way.)
 			continue
 		default:
-			return 0, classify(ctx, "create model version", err)
+			return 0, backend.Classify(ctx, "create model version", err)
 		}
 	}
 	return 0, forecast.Errorf(forecast.ECONFLICT,

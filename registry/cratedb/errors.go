@@ -1,8 +1,6 @@
 package cratedb
 
 import (
-	"context"
-
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/pgwire"
 )
@@ -12,22 +10,17 @@ import (
 // is EUNAVAILABLE (retry), never ENOTFOUND.
 const MigrateHint = "run `carbonctl registry migrate` to create the registry tables"
 
-// backend is how this package's errors read and its pools are set up.
+// backend is how this package's errors read and its pools are set up;
+// backend.Classify maps an error of a statement to the domain vocabulary
+// (a duplicate primary key is ECONFLICT, an unknown table or schema
+// EUNAVAILABLE with MigrateHint, CrateDB's shard, cluster and
+// memory-pressure exceptions, connection failures and context errors
+// EUNAVAILABLE), keeping it as the cause.
 var backend = pgwire.Backend{
 	Name:    "cratedb",
 	Field:   "url",
-	Migrate: MigrateHint,
+	Migrate: MigrateHint + "; if they exist, CrateDB may still be recovering them after a restart: retry",
 	Params:  map[string]string{"application_name": "carbongate"},
-}
-
-// classify maps an error of a statement to the domain vocabulary with
-// pgwire's one classification, keeping it as the cause; what names the
-// operation in the message. A duplicate primary key is ECONFLICT; an
-// unknown table or schema is EUNAVAILABLE with MigrateHint; CrateDB's
-// shard, cluster and memory-pressure exceptions and connection failures
-// are EUNAVAILABLE; context errors are EUNAVAILABLE and stay in the chain.
-func classify(ctx context.Context, what string, err error) error {
-	return backend.Classify(ctx, what, err)
 }
 
 // modelNotFound is the ENOTFOUND of a missing registered model.

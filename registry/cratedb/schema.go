@@ -110,7 +110,7 @@ func Migrate(ctx context.Context, db DB) error {
 	defer cancel()
 	for i, stmt := range ddl {
 		if _, err := db.Exec(ctx, stmt); err != nil {
-			return classify(ctx, "create table "+tables[i], err)
+			return backend.Classify(ctx, "create table "+tables[i], err)
 		}
 	}
 	missing, err := withoutWorkspace(ctx, db)
@@ -122,20 +122,20 @@ func Migrate(ctx context.Context, db DB) error {
 	}
 	for _, t := range missing {
 		if _, err := db.Exec(ctx, `ALTER TABLE `+t+` ADD COLUMN "workspace" VARCHAR(63) DEFAULT '`+workspace+`'`); err != nil {
-			return classify(ctx, "add workspace to "+t, err)
+			return backend.Classify(ctx, "add workspace to "+t, err)
 		}
 	}
 	refresh := "REFRESH TABLE " + strings.Join(missing, ", ")
 	if _, err := db.Exec(ctx, refresh); err != nil {
-		return classify(ctx, "refresh", err)
+		return backend.Classify(ctx, "refresh", err)
 	}
 	for _, t := range missing {
 		if _, err := db.Exec(ctx, `UPDATE `+t+` SET "workspace" = $1 WHERE "workspace" IS NULL`, workspace); err != nil {
-			return classify(ctx, "set workspace of "+t, err)
+			return backend.Classify(ctx, "set workspace of "+t, err)
 		}
 	}
 	if _, err := db.Exec(ctx, refresh); err != nil {
-		return classify(ctx, "refresh", err)
+		return backend.Classify(ctx, "refresh", err)
 	}
 	return CheckSchema(ctx, db)
 }
@@ -147,7 +147,7 @@ const workspaceQuery = `SELECT table_name FROM information_schema.columns WHERE 
 func withoutWorkspace(ctx context.Context, db DB) ([]string, error) {
 	rows, err := db.Query(ctx, workspaceQuery, "workspace", tModels, tVersions, tModelTag, tVerTag, tAliases)
 	if err != nil {
-		return nil, classify(ctx, "check schema", err)
+		return nil, backend.Classify(ctx, "check schema", err)
 	}
 	defer rows.Close()
 	has := map[string]bool{}
@@ -159,7 +159,7 @@ func withoutWorkspace(ctx context.Context, db DB) ([]string, error) {
 		has[table] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify(ctx, "check schema", err)
+		return nil, backend.Classify(ctx, "check schema", err)
 	}
 	var out []string
 	for _, t := range tables {
@@ -191,7 +191,7 @@ func CheckSchema(ctx context.Context, db DB) error {
 	defer cancel()
 	rows, err := db.Query(ctx, schemaQuery, tModels, tVersions, tModelTag, tVerTag, tAliases)
 	if err != nil {
-		return classify(ctx, "check schema", err)
+		return backend.Classify(ctx, "check schema", err)
 	}
 	defer rows.Close()
 	got := map[string][]string{}
@@ -203,7 +203,7 @@ func CheckSchema(ctx context.Context, db DB) error {
 		got[table] = append(got[table], column)
 	}
 	if err := rows.Err(); err != nil {
-		return classify(ctx, "check schema", err)
+		return backend.Classify(ctx, "check schema", err)
 	}
 	return comparePrimaryKeys(ctx, db, got)
 }
@@ -238,12 +238,12 @@ const tableExistsQuery = `SELECT table_name FROM information_schema.tables WHERE
 func tableExists(ctx context.Context, db DB, table string) (bool, error) {
 	rows, err := db.Query(ctx, tableExistsQuery, table)
 	if err != nil {
-		return false, classify(ctx, "check schema", err)
+		return false, backend.Classify(ctx, "check schema", err)
 	}
 	defer rows.Close()
 	found := rows.Next()
 	if err := rows.Err(); err != nil {
-		return false, classify(ctx, "check schema", err)
+		return false, backend.Classify(ctx, "check schema", err)
 	}
 	return found, nil
 }

@@ -14,7 +14,7 @@ const MigrateHint = "run migrate to create the store's tables"
 var backend = pgwire.Backend{
 	Name:    "cratedb store:",
 	Field:   "store",
-	Migrate: MigrateHint,
+	Migrate: MigrateHint + "; if they exist, CrateDB may still be recovering them after a restart: retry",
 	Params:  map[string]string{"application_name": "carbongate-store"},
 }
 
