@@ -109,6 +109,18 @@ type Observed interface {
 	Observed(ctx context.Context, zone forecast.Zone, signal forecast.Signal, from, to time.Time) (forecast.Series, error)
 }
 
+// Timeouts the database stores (postgres, cratedb) apply when the caller's
+// context has no deadline; every other call is bounded by
+// forecast/pgwire's DefaultTimeout.
+const (
+	// WriteTimeout bounds WriteForecasts and UpsertObserved: large
+	// batches are the caller's choice.
+	WriteTimeout = 5 * time.Minute
+	// ReadTimeout bounds ReadForecasts, which streams rows to a callback
+	// that may be slow.
+	ReadTimeout = 30 * time.Minute
+)
+
 // DB is a store backed by a database (PostgreSQL or CrateDB); see the
 // subpackage connect to open one by URL.
 type DB interface {

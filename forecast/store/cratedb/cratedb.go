@@ -40,9 +40,9 @@ const (
 	// DefaultTimeout bounds every call but the ones below.
 	DefaultTimeout = pgwire.DefaultTimeout
 	// WriteTimeout bounds WriteForecasts and UpsertObserved.
-	WriteTimeout = 5 * time.Minute
+	WriteTimeout = store.WriteTimeout
 	// ReadTimeout bounds ReadForecasts, which streams rows to a callback.
-	ReadTimeout = 30 * time.Minute
+	ReadTimeout = store.ReadTimeout
 )
 
 // DB is the part of a CrateDB connection pool the Store uses: Exec and

@@ -24,7 +24,6 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -41,10 +40,10 @@ const (
 	DefaultTimeout = pgwire.DefaultTimeout
 	// WriteTimeout bounds WriteForecasts and UpsertObserved: large
 	// batches are the caller's choice.
-	WriteTimeout = 5 * time.Minute
+	WriteTimeout = store.WriteTimeout
 	// ReadTimeout bounds ReadForecasts, which streams rows to a callback
 	// that may be slow.
-	ReadTimeout = 30 * time.Minute
+	ReadTimeout = store.ReadTimeout
 )
 
 // Store is a store.DB on one PostgreSQL database. Safe for concurrent use;
