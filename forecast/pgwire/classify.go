@@ -80,6 +80,9 @@ func (b Backend) Classify(ctx context.Context, what string, err error) error {
 		if b.Migrate != "" {
 			m += "; " + b.Migrate
 		}
+		if b.CrateDB {
+			m += "; if they exist, CrateDB may still be recovering them after a restart: retry"
+		}
 		return &forecast.Error{Code: forecast.EUNAVAILABLE, Message: m, Err: err}
 	case code != forecast.EINTERNAL:
 		return &forecast.Error{Code: code, Message: msg + ": " + serverMessage(err), Err: err}

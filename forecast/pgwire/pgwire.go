@@ -51,6 +51,10 @@ type Backend struct {
 	Field string
 	// Migrate says how to create the tables; missing-table errors carry it.
 	Migrate string
+	// CrateDB: the server is CrateDB, which right after a restart may
+	// answer for a moment that tables which exist are unknown;
+	// missing-table errors say so too.
+	CrateDB bool
 	// Params are session parameters set unless the URL sets them
 	// (application_name, temp_buffers).
 	Params map[string]string

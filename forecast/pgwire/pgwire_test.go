@@ -101,6 +101,26 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestClassifyCrateDBMissingTable: on CrateDB a missing table may be one
+// still recovering after a restart, and the message says so; elsewhere
+// it does not.
+func TestClassifyCrateDBMissingTable(t *testing.T) {
+	t.Parallel()
+	err := pgErr("42P01", "Relation 'doc.forecasts' unknown")
+	crate := testBackend
+	crate.CrateDB = true
+	for _, tc := range []struct {
+		b    Backend
+		note bool
+	}{{testBackend, false}, {crate, true}} {
+		got := tc.b.Classify(context.Background(), "op", err)
+		msg := forecast.ErrorMessage(got)
+		if forecast.ErrorCode(got) != forecast.EUNAVAILABLE || !strings.Contains(msg, tc.b.Migrate) || strings.Contains(msg, "restart") != tc.note {
+			t.Fatalf("CrateDB=%v: %v, want EUNAVAILABLE saying to migrate, and a restart note %v", tc.b.CrateDB, got, tc.note)
+		}
+	}
+}
+
 func TestClassifyContext(t *testing.T) {
 	t.Parallel()
 	if testBackend.Classify(context.Background(), "op", nil) != nil {

@@ -19,7 +19,8 @@ const MigrateHint = "run `carbonctl registry migrate` to create the registry tab
 var backend = pgwire.Backend{
 	Name:    "cratedb",
 	Field:   "url",
-	Migrate: MigrateHint + "; if they exist, CrateDB may still be recovering them after a restart: retry",
+	Migrate: MigrateHint,
+	CrateDB: true,
 	Params:  map[string]string{"application_name": "carbongate"},
 }
 

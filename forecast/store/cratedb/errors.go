@@ -3,20 +3,10 @@ package cratedb
 import (
 	"context"
 	"strings"
-
-	"github.com/carbongate/carbongate/forecast/pgwire"
 )
 
 // MigrateHint is added to errors caused by missing tables.
 const MigrateHint = "run migrate to create the store's tables"
-
-// backend is how this package's errors read and its pools are set up.
-var backend = pgwire.Backend{
-	Name:    "cratedb store:",
-	Field:   "store",
-	Migrate: MigrateHint + "; if they exist, CrateDB may still be recovering them after a restart: retry",
-	Params:  map[string]string{"application_name": "carbongate-store"},
-}
 
 // classify maps a statement's error to the domain vocabulary with
 // pgwire's one classification, keeping it as the cause: context errors,

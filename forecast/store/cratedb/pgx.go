@@ -6,6 +6,15 @@ import (
 	"github.com/carbongate/carbongate/forecast/pgwire"
 )
 
+// backend is how this package's errors read and its pools are set up.
+var backend = pgwire.Backend{
+	Name:    "cratedb store:",
+	Field:   "store",
+	Migrate: MigrateHint,
+	CrateDB: true,
+	Params:  map[string]string{"application_name": "carbongate-store"},
+}
+
 // Connect returns a pool for url without connecting yet. Statements
 // without arguments (DDL, REFRESH TABLE) go over the simple query
 // protocol, the others over the extended protocol; CrateDB serves both.
