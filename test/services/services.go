@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,4 +148,16 @@ func pythonEnv(tb testing.TB) []string {
 
 func seconds(d time.Duration) string {
 	return fmt.Sprintf("%g", d.Seconds())
+}
+
+// WithUser returns the database URL rawURL with user (and no password) as
+// its credentials: for a test of credentials the server refuses.
+func WithUser(tb testing.TB, rawURL, user string) string {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		tb.Fatalf("services: parse %q: %v", rawURL, err)
+	}
+	u.User = url.User(user)
+	return u.String()
 }
