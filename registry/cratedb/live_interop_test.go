@@ -42,5 +42,8 @@ func TestConformanceLive(t *testing.T) {
 		Unreachable: func(t *testing.T, o registry.Options) (registry.Store, error) {
 			return cratedb.Open(context.Background(), "postgres://crate@127.0.0.1:1/doc?connect_timeout=5", o)
 		},
+		Unauthorized: func(t *testing.T, o registry.Options) (registry.Store, error) {
+			return cratedb.Open(context.Background(), services.WithUser(t, crate.Schema(t), "nobody"), o)
+		},
 	})
 }

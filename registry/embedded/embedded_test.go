@@ -23,8 +23,9 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o registry.Options) registry.Store {
 		return open(t, filepath.Join(t.TempDir(), "registry.json"), o)
 	}, storetest.Options{Except: map[string]string{
-		"Unmigrated":  "a file store has no tables to create",
-		"Unreachable": "a file store has no server",
+		"Unmigrated":   "a file store has no tables to create",
+		"Unreachable":  "a file store has no server",
+		"Unauthorized": "a file store has no credentials",
 	}})
 }
 

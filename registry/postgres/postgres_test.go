@@ -145,6 +145,9 @@ func TestStore(t *testing.T) {
 		Unreachable: func(t *testing.T, o registry.Options) (registry.Store, error) {
 			return postgres.Open(testCtx(t), "postgres://carbongate@127.0.0.1:1/registry?connect_timeout=5", o)
 		},
+		Unauthorized: func(t *testing.T, o registry.Options) (registry.Store, error) {
+			return postgres.Open(testCtx(t), services.WithUser(t, migrated(t), "nobody"), o)
+		},
 	})
 }
 

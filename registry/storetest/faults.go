@@ -14,7 +14,8 @@ import (
 // created, server down) has the same code on every backend, EUNAVAILABLE,
 // so that every transport answers it alike (HTTP 503, MLflow
 // TEMPORARILY_UNAVAILABLE) and clients retry; never ENOTFOUND, which would
-// say that the model does not exist.
+// say that the model does not exist. Credentials the server refuses are
+// EUNAUTHORIZED on every backend.
 
 // someCalls are one call of each kind: reads, writes, searches.
 func someCalls(s registry.Store) []struct {
@@ -41,13 +42,13 @@ func someCalls(s registry.Store) []struct {
 	}
 }
 
-// wantUnavailable fails t unless every call of someCalls on s is
-// EUNAVAILABLE whose message contains hint.
-func wantUnavailable(t *testing.T, ctx context.Context, s registry.Store, fault, hint string) {
+// wantEvery fails t unless every call of someCalls on s fails with code
+// and a message that contains hint.
+func wantEvery(t *testing.T, ctx context.Context, s registry.Store, code, fault, hint string) {
 	t.Helper()
 	for _, c := range someCalls(s) {
 		err := c.call(ctx)
-		wantErr(t, c.note+" "+fault, err, forecast.EUNAVAILABLE, "")
+		wantErr(t, c.note+" "+fault, err, code, "")
 		if !strings.Contains(forecast.ErrorMessage(err), hint) {
 			t.Fatalf("%s %s: message %q does not say %q", c.note, fault, forecast.ErrorMessage(err), hint)
 		}
@@ -62,23 +63,23 @@ func testClosed(t *testing.T, e *env) {
 	if err := e.s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	wantUnavailable(t, e.ctx, e.s, "after Close", "")
+	wantEvery(t, e.ctx, e.s, forecast.EUNAVAILABLE, "after Close", "")
 }
 
 // testOpenFault opens a store with open, which has a fault: either open
-// fails or every call fails, EUNAVAILABLE with a message containing hint.
-func testOpenFault(t *testing.T, open func(t *testing.T, o registry.Options) (registry.Store, error), fault, hint string) {
+// fails or every call fails, with code and a message containing hint.
+func testOpenFault(t *testing.T, open func(t *testing.T, o registry.Options) (registry.Store, error), code, fault, hint string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	clk := &clock{ms: startMillis}
 	s, err := open(t, registry.Options{Now: clk.Now})
 	if err != nil {
-		wantErr(t, "open "+fault, err, forecast.EUNAVAILABLE, "")
+		wantErr(t, "open "+fault, err, code, "")
 		if !strings.Contains(forecast.ErrorMessage(err), hint) {
 			t.Fatalf("open %s: message %q does not say %q", fault, forecast.ErrorMessage(err), hint)
 		}
 		return
 	}
 	defer s.Close()
-	wantUnavailable(t, ctx, s, fault, hint)
+	wantEvery(t, ctx, s, code, fault, hint)
 }

@@ -27,9 +27,10 @@
 //     version descending: MLflow's tiebreak and default order;
 //   - SetAlias bumps no timestamp (MLflow keeps none for aliases);
 //   - a fault of the database (closed store, tables never created, server
-//     unreachable) is EUNAVAILABLE on every backend, never ENOTFOUND, and
-//     Close may be called more than once (see Options.Unmigrated and
-//     Options.Unreachable);
+//     unreachable) is EUNAVAILABLE on every backend, never ENOTFOUND,
+//     credentials the server refuses are EUNAUTHORIZED, and Close may be
+//     called more than once (see Options.Unmigrated, Options.Unreachable
+//     and Options.Unauthorized);
 //   - deleting a tag that is not set is nil or ENOTFOUND and changes
 //     nothing; TransitionStage with archiveExisting to None or Archived
 //     either archives nothing or is EINVALID and changes nothing.
@@ -71,6 +72,11 @@ type Options struct {
 	// either Open or every call must fail with EUNAVAILABLE. Nil for a
 	// backend without a server: the case is logged as not run.
 	Unreachable func(t *testing.T, o registry.Options) (registry.Store, error)
+	// Unauthorized opens a store with credentials the server refuses (a
+	// user it does not know): either Open or every call must fail with
+	// EUNAUTHORIZED. Nil for a backend without credentials: the case is
+	// logged as not run.
+	Unauthorized func(t *testing.T, o registry.Options) (registry.Store, error)
 }
 
 // startMillis is where every subtest's fake clock starts (2023-11-14).
@@ -117,11 +123,12 @@ func Run(t *testing.T, open func(t *testing.T, o registry.Options) registry.Stor
 		{"Closed", testClosed},
 	}
 	faults := []struct {
-		name, fault, hint string
-		open              func(t *testing.T, o registry.Options) (registry.Store, error)
+		name, code, fault, hint string
+		open                    func(t *testing.T, o registry.Options) (registry.Store, error)
 	}{
-		{"Unmigrated", "on a database never migrated", "migrate", opts.Unmigrated},
-		{"Unreachable", "with the server unreachable", "", opts.Unreachable},
+		{"Unmigrated", forecast.EUNAVAILABLE, "on a database never migrated", "migrate", opts.Unmigrated},
+		{"Unreachable", forecast.EUNAVAILABLE, "with the server unreachable", "", opts.Unreachable},
+		{"Unauthorized", forecast.EUNAUTHORIZED, "with credentials the server refuses", "", opts.Unauthorized},
 	}
 	for _, f := range faults {
 		if why, ok := opts.Except[f.name]; ok || f.open == nil {
@@ -133,7 +140,7 @@ func Run(t *testing.T, open func(t *testing.T, o registry.Options) registry.Stor
 		}
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			testOpenFault(t, f.open, f.fault, f.hint)
+			testOpenFault(t, f.open, f.code, f.fault, f.hint)
 		})
 	}
 	for _, tc := range tests {
