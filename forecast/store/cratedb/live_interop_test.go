@@ -29,5 +29,8 @@ func TestConformanceLive(t *testing.T) {
 		Unreachable: func(t *testing.T) (store.DB, error) {
 			return cratedb.Open(context.Background(), "postgres://crate@127.0.0.1:1/doc?connect_timeout=5")
 		},
+		Unauthorized: func(t *testing.T) (store.DB, error) {
+			return cratedb.Open(context.Background(), services.WithUser(t, crate.Schema(t), "nobody"))
+		},
 	})
 }

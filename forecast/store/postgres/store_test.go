@@ -29,5 +29,8 @@ func TestConformance(t *testing.T) {
 		Unreachable: func(t *testing.T) (store.DB, error) {
 			return postgres.Open(context.Background(), "postgres://carbongate@127.0.0.1:1/store?connect_timeout=5")
 		},
+		Unauthorized: func(t *testing.T) (store.DB, error) {
+			return postgres.Open(context.Background(), services.WithUser(t, services.StartPostgres(t).Database(t), "nobody"))
+		},
 	})
 }

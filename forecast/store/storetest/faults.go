@@ -20,12 +20,17 @@ type Options struct {
 	// either it fails or every call does, with EUNAVAILABLE. Nil for a
 	// store without a server: the case is logged as not run.
 	Unreachable func(t *testing.T) (store.DB, error)
+	// Unauthorized opens a store with credentials the server refuses:
+	// either it fails or every call does, with EUNAUTHORIZED. Nil for a
+	// store without credentials: the case is logged as not run.
+	Unauthorized func(t *testing.T) (store.DB, error)
 }
 
 // The fault cases: a fault of the database (tables never created, store
 // closed, server down) is EUNAVAILABLE on every backend, so that readers
 // fall back and writers retry; never ENOTFOUND, which Last and Observed
-// answer for a zone without data.
+// answer for a zone without data. Credentials the server refuses are
+// EUNAUTHORIZED on every backend.
 
 // someCalls are one call of each method of store.DB but Migrate.
 func someCalls(db store.DB) []struct {
@@ -62,16 +67,16 @@ func someCalls(db store.DB) []struct {
 	}
 }
 
-// wantUnavailable fails t unless every call of someCalls on db is
-// EUNAVAILABLE whose message contains hint.
-func wantUnavailable(t *testing.T, db store.DB, fault, hint string) {
+// wantEvery fails t unless every call of someCalls on db fails with code
+// and a message that contains hint.
+func wantEvery(t *testing.T, db store.DB, code, fault, hint string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, c := range someCalls(db) {
 		err := c.call(ctx)
-		if got := forecast.ErrorCode(err); got != forecast.EUNAVAILABLE {
-			t.Fatalf("%s %s: %v (code %q), want %q", c.note, fault, err, got, forecast.EUNAVAILABLE)
+		if got := forecast.ErrorCode(err); got != code {
+			t.Fatalf("%s %s: %v (code %q), want %q", c.note, fault, err, got, code)
 		}
 		if !strings.Contains(forecast.ErrorMessage(err), hint) {
 			t.Fatalf("%s %s: message %q does not say %q", c.note, fault, forecast.ErrorMessage(err), hint)
@@ -82,7 +87,7 @@ func wantUnavailable(t *testing.T, db store.DB, fault, hint string) {
 // testUnmigrated: before Migrate every call is EUNAVAILABLE and says to
 // migrate.
 func testUnmigrated(t *testing.T, db store.DB) {
-	wantUnavailable(t, db, "before Migrate", "migrate")
+	wantEvery(t, db, forecast.EUNAVAILABLE, "before Migrate", "migrate")
 }
 
 // testClosed: after Close every call is EUNAVAILABLE, and Close may be
@@ -93,19 +98,24 @@ func testClosed(t *testing.T, db store.DB) {
 	}
 	upsert(t, db, "DE", forecast.SignalLifecycle, Obs(0, 1))
 	db.Close()
-	wantUnavailable(t, db, "after Close", "")
+	wantEvery(t, db, forecast.EUNAVAILABLE, "after Close", "")
 }
 
-// testUnreachable: a store on a server that refuses connections fails to
-// open, or every call fails, with EUNAVAILABLE.
-func testUnreachable(t *testing.T, open func(t *testing.T) (store.DB, error)) {
-	db, err := open(t)
-	if err != nil {
-		if got := forecast.ErrorCode(err); got != forecast.EUNAVAILABLE {
-			t.Fatalf("open with the server unreachable: %v (code %q), want %q", err, got, forecast.EUNAVAILABLE)
-		}
-		return
+// openFault returns the case of a store open gives, which has a fault: it
+// fails to open or fails every call, with code; nil when open is nil.
+func openFault(open func(t *testing.T) (store.DB, error), code, fault string) func(t *testing.T) {
+	if open == nil {
+		return nil
 	}
-	defer db.Close()
-	wantUnavailable(t, db, "with the server unreachable", "")
+	return func(t *testing.T) {
+		db, err := open(t)
+		if err != nil {
+			if got := forecast.ErrorCode(err); got != code {
+				t.Fatalf("open %s: %v (code %q), want %q", fault, err, got, code)
+			}
+			return
+		}
+		defer db.Close()
+		wantEvery(t, db, code, fault, "")
+	}
 }

@@ -61,15 +61,16 @@ func Run(t *testing.T, open func(t *testing.T) store.DB, opts Options) {
 	})
 	faults := []struct {
 		name string
-		run  func(t *testing.T)
+		run  func(t *testing.T) // nil: Options has no opener for it
 	}{
 		{"Unmigrated", func(t *testing.T) { testUnmigrated(t, open(t)) }},
 		{"Closed", func(t *testing.T) { testClosed(t, open(t)) }},
-		{"Unreachable", func(t *testing.T) { testUnreachable(t, opts.Unreachable) }},
+		{"Unreachable", openFault(opts.Unreachable, forecast.EUNAVAILABLE, "with the server unreachable")},
+		{"Unauthorized", openFault(opts.Unauthorized, forecast.EUNAUTHORIZED, "with credentials the server refuses")},
 	}
 	for _, f := range faults {
 		why, ok := opts.Except[f.name]
-		if !ok && f.name == "Unreachable" && opts.Unreachable == nil {
+		if !ok && f.run == nil {
 			why, ok = "the store has no opener for it", true
 		}
 		if ok {
