@@ -26,8 +26,8 @@ build_once() {
     build "$tmp" >&2
     rm -rf "$target"
     mv -f "$tmp/$(basename "$target")" "$target"
-    built || { echo "$name.sh: $target is not the version asked for" >&2; exit 1; }
-    echo "$name.sh: built $target in $((SECONDS - start))s" >&2
+    built || { echo "${0##*/}: $target is not the version asked for" >&2; exit 1; }
+    echo "${0##*/}: built $target in $((SECONDS - start))s" >&2
   fi
   echo "$target"
 }
