@@ -130,6 +130,30 @@ type placementJSON struct {
 	EmissionsG    *float64  `json:"emissions_g"` // with the job's power
 }
 
+// scheduleJSON is the part of carbongate's schedule answer the command
+// shows.
+type scheduleJSON struct {
+	Decision   placementJSON  `json:"decision"`
+	Baseline   *placementJSON `json:"baseline"`
+	SavingsPct *float64       `json:"savings_pct"`
+	SavingsG   *float64       `json:"savings_g"`
+	EmbodiedG  *float64       `json:"embodied_g"`
+	Power      *struct {
+		Watts        float64  `json:"watts"`
+		Source       string   `json:"source"`
+		Provider     string   `json:"provider"`
+		InstanceType string   `json:"instance_type"`
+		Utilization  *float64 `json:"utilization"`
+	} `json:"power"`
+	Alternatives []placementJSON `json:"alternatives"`
+	Unit         string          `json:"unit"`
+	Signal       string          `json:"signal"`
+	Provenance   map[string]struct {
+		Source string `json:"source"`
+		Model  string `json:"model"`
+	} `json:"provenance"`
+}
+
 func (p placementJSON) where() string {
 	if p.Location != nil {
 		return p.Zone + " (" + p.Location.Provider + "/" + p.Location.Region + ")"
@@ -211,27 +235,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	var d struct {
-		Decision   placementJSON  `json:"decision"`
-		Baseline   *placementJSON `json:"baseline"`
-		SavingsPct *float64       `json:"savings_pct"`
-		SavingsG   *float64       `json:"savings_g"`
-		EmbodiedG  *float64       `json:"embodied_g"`
-		Power      *struct {
-			Watts        float64  `json:"watts"`
-			Source       string   `json:"source"`
-			Provider     string   `json:"provider"`
-			InstanceType string   `json:"instance_type"`
-			Utilization  *float64 `json:"utilization"`
-		} `json:"power"`
-		Alternatives []placementJSON `json:"alternatives"`
-		Unit         string          `json:"unit"`
-		Signal       string          `json:"signal"`
-		Provenance   map[string]struct {
-			Source string `json:"source"`
-			Model  string `json:"model"`
-		} `json:"provenance"`
-	}
+	var d scheduleJSON
 	if err := json.Unmarshal(b, &d); err != nil {
 		return fmt.Errorf("carbongate's answer is not a schedule: %w", err)
 	}

@@ -20,18 +20,7 @@ func TestScheduleCommandGrams(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	type placement struct {
-		Zone       string   `json:"zone"`
-		EmissionsG *float64 `json:"emissions_g"`
-	}
-	var d struct {
-		Decision     placement   `json:"decision"`
-		Baseline     *placement  `json:"baseline"`
-		Alternatives []placement `json:"alternatives"`
-		SavingsPct   *float64    `json:"savings_pct"`
-		SavingsG     *float64    `json:"savings_g"`
-		EmbodiedG    *float64    `json:"embodied_g"`
-	}
+	var d scheduleJSON
 	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Decision.EmissionsG == nil || d.Baseline == nil || d.Baseline.EmissionsG == nil ||
 		d.SavingsPct == nil || d.SavingsG == nil || d.EmbodiedG == nil {
 		t.Fatalf("answer without grams (%v):\n%s", err, out)

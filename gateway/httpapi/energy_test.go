@@ -14,21 +14,6 @@ import (
 func TestScheduleGramsOverHTTP(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
-	type placement struct {
-		Zone          string   `json:"zone"`
-		MeanIntensity float64  `json:"mean_intensity"`
-		EnergyKWh     *float64 `json:"energy_kwh"`
-		EmissionsG    *float64 `json:"emissions_g"`
-	}
-	type answer struct {
-		Decision     placement   `json:"decision"`
-		Baseline     *placement  `json:"baseline"`
-		Alternatives []placement `json:"alternatives"`
-		SavingsPct   *float64    `json:"savings_pct"`
-		SavingsG     *float64    `json:"savings_g"`
-		EmbodiedG    *float64    `json:"embodied_g"`
-		Power        *powerJSON  `json:"power"`
-	}
 	near := func(what string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
@@ -43,11 +28,11 @@ func TestScheduleGramsOverHTTP(t *testing.T) {
 			hdr = []string{"Prefer", "return=minimal"}
 		}
 		resp, raw := do(t, "POST", ts.URL+"/v1/schedule", "application/json", []byte(body), hdr...)
-		var a answer
+		var a scheduleBody
 		if err := json.Unmarshal(raw, &a); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%d %s (%v)", resp.StatusCode, raw, err)
 		}
-		all := []placement{a.Decision}
+		all := []placementJSON{a.Decision}
 		if !minimal {
 			if a.Baseline == nil || a.Power == nil || a.Power.Watts != 150 || a.Power.Source != "power_watts" || a.Power.Utilization != nil || len(a.Alternatives) != 4 {
 				t.Fatalf("answer %s: want a baseline, power 150 W from power_watts and 4 alternatives", raw)
@@ -76,7 +61,7 @@ func TestScheduleGramsOverHTTP(t *testing.T) {
 	// An instance type, embodied asked: the power names its source.
 	resp, raw := do(t, "POST", ts.URL+"/v1/schedule", "application/json",
 		[]byte(`{"zones":["DE","SE"],"duration":"PT3H","instance_type":"E2AS V4","utilization":0.25,"include_embodied":true}`))
-	var a answer
+	var a scheduleBody
 	if err := json.Unmarshal(raw, &a); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%d %s (%v)", resp.StatusCode, raw, err)
 	}
