@@ -16,6 +16,9 @@ type Provenance struct {
 	// answer, in order (Reason says why, for people): what code decides
 	// on, never the text.
 	Skipped []string
+	// Vendor names the vendor whose forecast this is (electricitymaps,
+	// watttime) when Source is SourceVendor; "" otherwise.
+	Vendor string
 }
 
 // Forecast is an hourly forecast of one zone's intensity. Lower and Upper,

@@ -36,6 +36,23 @@ const (
 // Signals lists the supported signals.
 var Signals = [...]Signal{SignalLifecycle, SignalDirect}
 
+// SignalMarginal is the marginal operating emissions rate (WattTime's
+// co2_moer): the intensity of the generators that answer a change of load,
+// CO2 only. It is not in Signals: no model forecasts it; a vendor's
+// forecast does where one is configured.
+const SignalMarginal Signal = "marginal"
+
+// ParseAnySignal is ParseSignal that also accepts marginal.
+func ParseAnySignal(s string) (Signal, error) {
+	if sig, err := ParseSignal(s); err == nil {
+		return sig, nil
+	}
+	if Signal(strings.ToLower(strings.TrimSpace(s))) == SignalMarginal {
+		return SignalMarginal, nil
+	}
+	return "", FieldErrorf(EINVALID, "signal", "signal %q is not one of lifecycle, direct, marginal", s)
+}
+
 // ParseSignal parses a signal name; "" yields the default, lifecycle.
 func ParseSignal(s string) (Signal, error) {
 	switch Signal(strings.ToLower(strings.TrimSpace(s))) {
@@ -56,6 +73,10 @@ const (
 	SourceGeneric     Source = "generic"
 	SourceBaseline    Source = "baseline"
 	SourceClimatology Source = "climatology"
+	// SourceVendor is a vendor's own forecast (Electricity Maps,
+	// WattTime); Provenance.Vendor names the vendor. Its place in the
+	// chain is configurable.
+	SourceVendor Source = "vendor"
 )
 
 func (s Source) String() string { return string(s) }

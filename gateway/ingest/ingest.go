@@ -14,17 +14,15 @@ package ingest
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 )
 
-// SignalMarginal is the marginal operating emissions rate (WattTime's
-// co2_moer): the intensity of the generators that answer a change of load,
-// CO2 only. forecast.Signals lists only the average signals (lifecycle,
-// direct); the Poller and MemorySink accept this one too.
-const SignalMarginal forecast.Signal = "marginal"
+// SignalMarginal is forecast.SignalMarginal, WattTime's co2_moer.
+// forecast.Signals lists only the average signals (lifecycle, direct); the
+// Poller and MemorySink accept this one too.
+const SignalMarginal = forecast.SignalMarginal
 
 // Point is one observation of a zone's signal: the mean intensity in
 // gCO2(eq)/kWh over the interval that starts at Time (UTC). Points a Sink
@@ -100,15 +98,7 @@ type Feed struct {
 
 // ParseSignal parses a signal name: lifecycle, direct or marginal; ""
 // yields lifecycle.
-func ParseSignal(s string) (forecast.Signal, error) {
-	if sig, err := forecast.ParseSignal(s); err == nil {
-		return sig, nil
-	}
-	if forecast.Signal(strings.ToLower(strings.TrimSpace(s))) == SignalMarginal {
-		return SignalMarginal, nil
-	}
-	return "", forecast.FieldErrorf(forecast.EINVALID, "signal", "signal %q is not one of lifecycle, direct, marginal", s)
-}
+func ParseSignal(s string) (forecast.Signal, error) { return forecast.ParseAnySignal(s) }
 
 func validSignal(s forecast.Signal) bool {
 	return s == forecast.SignalLifecycle || s == forecast.SignalDirect || s == SignalMarginal
