@@ -104,7 +104,7 @@ func ParseRequest(t RequestText) (Request, error) {
 			req.Deadline.Format(time.RFC3339Nano), req.EarliestStart.Format(time.RFC3339Nano), req.Duration)
 	}
 	if t.Signal != nil {
-		sig, err := forecast.ParseSignal(*t.Signal)
+		sig, err := forecast.ParseAnySignal(*t.Signal)
 		if err != nil {
 			return req, forecast.FieldErrorf(forecast.EINVALID, "signal", "%s", forecast.ErrorMessage(err))
 		}

@@ -121,6 +121,10 @@ type Config struct {
 	Clock     clock.Clock              // required
 	Horizon   time.Duration            // forecast length; default DefaultHorizon, whole hours
 	Step      time.Duration            // default step of the window search; default DefaultStep, at least MinStep
+	// Signals are the signals served; nil: forecast.Signals. A request for
+	// another one (the marginal signal where no vendor forecasts it) is
+	// EINVALID naming "signal".
+	Signals []forecast.Signal
 	// ZoneCap, when its Share is set, steers a decision away from a zone
 	// that already holds more than Share of the decisions of the last
 	// Window (and at least MinCount of them), to the best feasible zone
@@ -212,12 +216,24 @@ func (s *Service) Zones() []ZoneInfo {
 	return zs
 }
 
+// checkSignal returns EINVALID naming "signal" for a signal not served.
+func (s *Service) checkSignal(signal forecast.Signal) error {
+	if s.cfg.Signals == nil && slices.Contains(forecast.Signals[:], signal) || slices.Contains(s.cfg.Signals, signal) {
+		return nil
+	}
+	return forecast.FieldErrorf(forecast.EINVALID, "signal", "signal %s is not served here: the marginal signal needs a vendor that forecasts it (WattTime, see docs/vendors.md)", signal)
+}
+
 // Forecast returns the current forecast of zone. Errors: EINVALID "zone"
-// for an unknown zone; the forecast's own errors otherwise.
+// for an unknown zone, EINVALID "signal" for a signal not served; the
+// forecast's own errors otherwise.
 func (s *Service) Forecast(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (forecast.Forecast, Reading, error) {
 	now := s.Now()
 	if signal == "" {
 		signal = forecast.SignalLifecycle
+	}
+	if err := s.checkSignal(signal); err != nil {
+		return forecast.Forecast{}, now, err
 	}
 	if !s.cfg.Known(zone) {
 		return forecast.Forecast{}, now, forecast.FieldErrorf(forecast.EINVALID, "zone", "unknown zone %s", zone)
@@ -249,6 +265,9 @@ func (s *Service) Schedule(ctx context.Context, req Request) (Decision, error) {
 	signal := req.Signal
 	if signal == "" {
 		signal = forecast.SignalLifecycle
+	}
+	if err := s.checkSignal(signal); err != nil {
+		return Decision{}, err
 	}
 	origin := req.Origin
 	if origin == "" {

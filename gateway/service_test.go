@@ -320,6 +320,7 @@ func TestScheduleErrors(t *testing.T) {
 			r.Locations = []gateway.Location{{Provider: "aws", Region: "mars-1"}, {Provider: "azure", Region: "northeurope"}, {Provider: "aws", Region: "af-south-1"}}
 		}), []string{"aws/mars-1", "azure/northeurope", "aws/af-south-1"}},
 		{"every candidate fails to forecast", forecast.EUNAVAILABLE, "zones", with(func(r *gateway.Request) { r.Zones = []forecast.Zone{"XX"} }), []string{"XX"}},
+		{"the marginal signal without a vendor", forecast.EINVALID, "signal", with(func(r *gateway.Request) { r.Signal = forecast.SignalMarginal }), []string{"marginal", "vendor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -348,5 +349,33 @@ func TestScheduleCanceled(t *testing.T) {
 	cancel()
 	if _, err := svc.Schedule(ctx, gateway.Request{Zones: []forecast.Zone{"DE"}, Duration: time.Hour}); err != context.Canceled {
 		t.Fatalf("err=%v, want context.Canceled", err)
+	}
+}
+
+// The marginal signal is served only where Config.Signals lists it (a
+// vendor forecasts it); elsewhere it is EINVALID naming signal.
+func TestSignals(t *testing.T) {
+	t.Parallel()
+	flat := make([]float64, 96)
+	for i := range flat {
+		flat[i] = 100
+	}
+	tab := table{"DE": flat}
+	for _, signals := range [][]forecast.Signal{nil, {forecast.SignalLifecycle, forecast.SignalDirect, forecast.SignalMarginal}} {
+		svc, err := gateway.New(gateway.Config{Forecasts: tab, Known: func(z forecast.Zone) bool { return z == "DE" }, Clock: fixedClock{now}, Signals: signals})
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := slices.Contains(signals, forecast.SignalMarginal)
+		_, _, err = svc.Forecast(context.Background(), "DE", forecast.SignalMarginal)
+		_, serr := svc.Schedule(context.Background(), gateway.Request{Zones: []forecast.Zone{"DE"}, Duration: time.Hour, Signal: forecast.SignalMarginal})
+		for _, err := range []error{err, serr} {
+			if served && err != nil || !served && (forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "signal") {
+				t.Fatalf("signals %v: marginal answered %v", signals, err)
+			}
+		}
+		if _, _, err := svc.Forecast(context.Background(), "DE", forecast.SignalDirect); err != nil {
+			t.Fatalf("signals %v: direct answered %v", signals, err)
+		}
 	}
 }
