@@ -40,7 +40,7 @@ func TestDecodeScheduleRequest(t *testing.T) {
 		{"malformed time", `{"zones":["DE"],"duration":"1h","earliest_start":"2021-06-01 10:00"}`, forecast.EINVALID, "earliest_start"},
 		{"malformed deadline", `{"zones":["DE"],"duration":"1h","deadline":"tomorrow"}`, forecast.EINVALID, "deadline"},
 		{"deadline too early", `{"zones":["DE"],"duration":"3h","earliest_start":"2021-06-01T00:00:00Z","deadline":"2021-06-01T02:00:00Z"}`, forecast.EINFEASIBLE, "deadline"},
-		{"unknown signal", `{"zones":["DE"],"duration":"1h","signal":"marginal"}`, forecast.EINVALID, "signal"},
+		{"unknown signal", `{"zones":["DE"],"duration":"1h","signal":"nuclear"}`, forecast.EINVALID, "signal"},
 		{"bad origin", `{"zones":["DE"],"duration":"1h","origin":"?"}`, forecast.EINVALID, "origin"},
 		{"small step", `{"zones":["DE"],"duration":"1h","step":"30s"}`, forecast.EINVALID, "step"},
 		{"bad location", `{"locations":[{"provider":"aws"}],"duration":"1h"}`, forecast.EINVALID, "locations"},

@@ -87,6 +87,7 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		e.raw(`,"issued_at":`)
 		e.time(p.IssuedAt)
 		e.optStr(`,"reason":`, p.Reason)
+		e.optStr(`,"vendor":`, p.Vendor)
 		e.raw("}")
 	})
 	e.raw(`,"signal":`)

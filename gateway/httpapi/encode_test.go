@@ -108,7 +108,7 @@ func randomSchedules(n int) []scheduleBody {
 		if i%7 != 0 {
 			b.Provenance = map[string]provenanceJSON{}
 			for range r.IntN(4) {
-				b.Provenance[strs[r.IntN(len(strs))]] = provenanceJSON{Model: strs[r.IntN(len(strs))], Source: strs[r.IntN(len(strs))], IssuedAt: tm(), Reason: strs[r.IntN(len(strs))]}
+				b.Provenance[strs[r.IntN(len(strs))]] = provenanceJSON{Model: strs[r.IntN(len(strs))], Source: strs[r.IntN(len(strs))], IssuedAt: tm(), Reason: strs[r.IntN(len(strs))], Vendor: strs[r.IntN(len(strs))]}
 			}
 		}
 		out[i] = b

@@ -72,7 +72,7 @@ func (s *Server) forecast(c echo.Context) error {
 	if err != nil {
 		return forecast.FieldErrorf(forecast.EINVALID, "zone", "%s", forecast.ErrorMessage(err))
 	}
-	sig, err := forecast.ParseSignal(q.Get("signal"))
+	sig, err := forecast.ParseAnySignal(q.Get("signal"))
 	if err != nil {
 		return forecast.FieldErrorf(forecast.EINVALID, "signal", "%s", forecast.ErrorMessage(err))
 	}

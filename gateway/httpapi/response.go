@@ -52,6 +52,7 @@ type provenanceJSON struct {
 	Source   string    `json:"source"`
 	IssuedAt time.Time `json:"issued_at"`
 	Reason   string    `json:"reason,omitempty"`
+	Vendor   string    `json:"vendor,omitempty"`
 }
 
 type clockJSON struct {
@@ -123,7 +124,7 @@ func placementOf(p gateway.Placement) placementJSON {
 }
 
 func provenanceOf(p forecast.Provenance) provenanceJSON {
-	return provenanceJSON{Model: p.Model, Version: p.Version, Source: string(p.Source), IssuedAt: p.IssuedAt.UTC(), Reason: p.Reason}
+	return provenanceJSON{Model: p.Model, Version: p.Version, Source: string(p.Source), IssuedAt: p.IssuedAt.UTC(), Reason: p.Reason, Vendor: p.Vendor}
 }
 
 func clockOf(r gateway.Reading) clockJSON { return clockJSON{Mode: r.Mode, Now: r.Now.UTC()} }
