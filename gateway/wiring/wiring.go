@@ -45,6 +45,11 @@ const (
 	// DefaultUpstreamTimeout bounds each remote step (zone, generic model
 	// over OIP), retries of a cold upstream included.
 	DefaultUpstreamTimeout = 800 * time.Millisecond
+	// DefaultVendorTimeout bounds the vendor step. It answers from its
+	// cache mostly; a call to the vendor has its own bound
+	// (vendorfc.Config.Timeout), so a slow vendor is abandoned here and
+	// its answer cached for the next request.
+	DefaultVendorTimeout = 2 * time.Second
 	// BaselinePeriod is the season of the in-process baseline: yesterday's
 	// hours repeated.
 	BaselinePeriod = baseline.Daily
@@ -94,6 +99,13 @@ type Config struct {
 	UpstreamTimeout time.Duration   // each remote step; default DefaultUpstreamTimeout
 	Breaker         breaker.Config  // per endpoint: Failures, Cooldown (defaults in package breaker)
 	RemoteSignal    forecast.Signal // the signal remote models forecast; default lifecycle
+	// Vendor, when set, is a vendor's own forecast (gateway/vendorfc) as a
+	// step of the chain, source vendor, at VendorPosition, bounded by
+	// VendorTimeout. It is the only step for a signal no model forecasts
+	// (WattTime's marginal signal).
+	Vendor         VendorForecaster
+	VendorPosition VendorPosition // default VendorAfterGeneric
+	VendorTimeout  time.Duration  // default DefaultVendorTimeout
 	// RetryInterval is how often a forecast served by a fallback step is
 	// recomputed in the background, and the longest the cache's refresh
 	// loop sleeps; default the cache's (1m).
@@ -104,6 +116,65 @@ type Config struct {
 
 	Registerer prometheus.Registerer // nil: no metrics registered
 	Logger     *slog.Logger          // nil: discard
+}
+
+// VendorForecaster is a vendor's forecast; *vendorfc.Forecaster
+// implements it.
+type VendorForecaster interface {
+	forecast.Forecaster
+	Vendor() string // the vendor's name, which names its step
+	// Signals lists the signals the vendor forecasts.
+	Signals() []forecast.Signal
+	// Serves reports whether the vendor forecasts zone's signal.
+	Serves(zone forecast.Zone, signal forecast.Signal) bool
+}
+
+// VendorPosition is where the vendor step goes in the chain.
+type VendorPosition string
+
+// The positions of the vendor step: before every other step; after the
+// last zone-model step (before the generic models); after the last
+// generic-model step (before the baseline); after climatology.
+const (
+	VendorFirst        VendorPosition = "first"
+	VendorAfterZone    VendorPosition = "after-zone"
+	VendorAfterGeneric VendorPosition = "after-generic"
+	VendorLast         VendorPosition = "last"
+)
+
+// VendorPositions lists the positions, first to last.
+var VendorPositions = []VendorPosition{VendorFirst, VendorAfterZone, VendorAfterGeneric, VendorLast}
+
+// ParseVendorPosition parses a position; "" yields VendorAfterGeneric.
+func ParseVendorPosition(s string) (VendorPosition, error) {
+	if s == "" {
+		return VendorAfterGeneric, nil
+	}
+	if p := VendorPosition(s); slices.Contains(VendorPositions, p) {
+		return p, nil
+	}
+	return "", forecast.FieldErrorf(forecast.EINVALID, "vendor_position", "vendor position %q is not one of first, after-zone, after-generic, last", s)
+}
+
+// insertVendor puts the vendor step into steps at pos.
+func insertVendor(steps []fallback.Step, v fallback.Step, pos VendorPosition) []fallback.Step {
+	at := 0
+	switch pos {
+	case VendorFirst:
+	case VendorAfterZone, VendorAfterGeneric:
+		src := forecast.SourceZone
+		if pos == VendorAfterGeneric {
+			src = forecast.SourceGeneric
+		}
+		for i, s := range steps {
+			if s.Source == src {
+				at = i + 1
+			}
+		}
+	default:
+		at = len(steps)
+	}
+	return slices.Insert(steps, at, v)
 }
 
 // ModelSet is a set of in-process models that can change at any time;
@@ -124,6 +195,7 @@ type Gateway struct {
 	regions *regions.Table
 	zone    map[modelKey]forecast.Forecaster
 	generic map[forecast.Signal]forecast.Forecaster
+	vendor  VendorForecaster // nil without Config.Vendor
 }
 
 type modelKey struct {
@@ -150,6 +222,13 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	if cfg.UpstreamTimeout <= 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	if cfg.VendorTimeout <= 0 {
+		cfg.VendorTimeout = DefaultVendorTimeout
+	}
+	vpos, err := ParseVendorPosition(string(cfg.VendorPosition))
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -203,32 +282,43 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 		steps = g.remoteSteps(cfg)
 	}
+	steps = append(steps, []fallback.Step{
+		{Source: forecast.SourceZone, Timeout: cfg.ModelTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+			return model(z, s)
+		}},
+		{Source: forecast.SourceGeneric, Timeout: cfg.ModelTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+			if !hasHistory(cfg, z) {
+				return nil // a generic model needs the zone's history
+			}
+			return model("", s)
+		}},
+		{Source: forecast.SourceBaseline, Timeout: cfg.BaselineTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+			if !hasHistory(cfg, z) {
+				return nil
+			}
+			return base[s]
+		}},
+		{Source: forecast.SourceClimatology, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+			if _, ok := cfg.Regions.Climatology(z); !ok || !slices.Contains(forecast.Signals[:], s) {
+				return nil // an annual mean of the average signals
+			}
+			return fallback.Flat{Model: "climatology", Value: func(z forecast.Zone, _ forecast.Signal) (float64, bool) {
+				return cfg.Regions.Climatology(z)
+			}}
+		}},
+	}...)
+	if v := cfg.Vendor; v != nil {
+		g.vendor = v
+		steps = insertVendor(steps, fallback.Step{Source: forecast.SourceVendor, Name: StepVendor + " " + v.Vendor(), Timeout: cfg.VendorTimeout,
+			For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+				if !v.Serves(z, s) {
+					return nil
+				}
+				return v
+			}}, vpos)
+	}
 	chain, err := fallback.New(fallback.Config{
-		Steps: append(steps, []fallback.Step{
-			{Source: forecast.SourceZone, Timeout: cfg.ModelTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-				return model(z, s)
-			}},
-			{Source: forecast.SourceGeneric, Timeout: cfg.ModelTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-				if !hasHistory(cfg, z) {
-					return nil // a generic model needs the zone's history
-				}
-				return model("", s)
-			}},
-			{Source: forecast.SourceBaseline, Timeout: cfg.BaselineTimeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-				if !hasHistory(cfg, z) {
-					return nil
-				}
-				return base[s]
-			}},
-			{Source: forecast.SourceClimatology, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-				if _, ok := cfg.Regions.Climatology(z); !ok {
-					return nil
-				}
-				return fallback.Flat{Model: "climatology", Value: func(z forecast.Zone, _ forecast.Signal) (float64, bool) {
-					return cfg.Regions.Climatology(z)
-				}}
-			}},
-		}...),
+		Steps:      steps,
 		Known:      g.known,
 		Registerer: cfg.Registerer,
 	})
@@ -260,6 +350,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		Known:     g.known,
 		Locator:   locator{cfg.Regions},
 		Catalog:   g.catalog,
+		Signals:   g.Signals(),
 		Clock:     cfg.Clock,
 		Horizon:   cfg.Horizon,
 		Step:      cfg.Step,
@@ -329,18 +420,25 @@ func (g *Gateway) remoteSteps(cfg Config) []fallback.Step {
 const (
 	StepRemoteZone    = "remote zone"
 	StepRemoteGeneric = "remote generic"
+	// StepVendor starts the name of the vendor step: "vendor
+	// electricitymaps".
+	StepVendor = "vendor"
 )
 
 // degraded reports whether a cached forecast should be recomputed before
 // the hour turns: an earlier step failed (Chain.Degraded) or, with remote
 // routes, a zone with data is not served by a zone model, since routes may
-// appear at any refresh (the cache is not told when they do).
+// appear at any refresh (the cache is not told when they do), unless the
+// vendor step comes first and answered.
 func (g *Gateway) degraded(fc forecast.Forecast) bool {
 	if g.Chain.Degraded(fc) {
 		return true
 	}
 	if g.Router == nil || fc.Provenance.Source == forecast.SourceZone {
 		return false
+	}
+	if fc.Provenance.Source == forecast.SourceVendor && len(fc.Provenance.Skipped) == 0 {
+		return false // the vendor comes first: a new route would not answer
 	}
 	_, ok := g.tables[fc.Zone]
 	return ok
@@ -397,6 +495,16 @@ func (g *Gateway) Recompute(ctx context.Context, zone forecast.Zone, signal fore
 	return g.Cache.Recompute(ctx, keys)
 }
 
+// Signals returns the signals the gateway may forecast: the average ones
+// and, with a vendor that forecasts it (WattTime), the marginal one.
+func (g *Gateway) Signals() []forecast.Signal {
+	out := forecast.Signals[:]
+	if g.vendor != nil && slices.Contains(g.vendor.Signals(), forecast.SignalMarginal) {
+		out = append(slices.Clone(out), forecast.SignalMarginal)
+	}
+	return out
+}
+
 // DataZones returns the zones with observed data, sorted.
 func (g *Gateway) DataZones() []forecast.Zone { return slices.Sorted(maps.Keys(g.tables)) }
 
@@ -435,7 +543,7 @@ func (g *Gateway) catalog() []gateway.ZoneInfo {
 		clim, _ := g.regions.Climatology(z)
 		zi := gateway.ZoneInfo{Zone: z, History: hasData, Climatology: clim, Locations: locs[z],
 			Forecasters: make(map[forecast.Signal]forecast.Source, len(forecast.Signals))}
-		for _, sig := range forecast.Signals {
+		for _, sig := range g.Signals() {
 			if src, ok := g.Chain.FirstSource(z, sig); ok {
 				zi.Forecasters[sig] = src
 			}

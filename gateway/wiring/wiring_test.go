@@ -2,8 +2,10 @@ package wiring
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,4 +214,121 @@ func TestAcceptance(t *testing.T) {
 		t.Fatalf("baseline=%+v savings=%v, want DE now", d.Baseline, d.SavingsPct)
 	}
 	t.Logf("decision %s %s–%s mean %.1f; baseline %.1f; savings %.1f%%", got.Zone, got.Start.Format(time.RFC3339), got.End.Format(time.RFC3339), got.Mean, d.Baseline.Mean, *d.SavingsPct)
+}
+
+// vendorStub is a VendorForecaster: value v for the zones of serves, or
+// an EUNAVAILABLE failure (a vendor answering 429).
+type vendorStub struct {
+	v       float64
+	fail    bool
+	serves  []forecast.Zone
+	signals []forecast.Signal
+}
+
+func (v vendorStub) Vendor() string             { return "electricitymaps" }
+func (v vendorStub) Signals() []forecast.Signal { return v.signals }
+func (v vendorStub) Serves(z forecast.Zone, s forecast.Signal) bool {
+	return slices.Contains(v.serves, z) && slices.Contains(v.signals, s)
+}
+
+func (v vendorStub) Forecast(ctx context.Context, req forecast.Request) (forecast.Forecast, error) {
+	if v.fail {
+		return forecast.Forecast{}, forecast.Errorf(forecast.EUNAVAILABLE, "electricitymaps answered 429 Too Many Requests")
+	}
+	fc, err := constant{v: v.v, model: "vendor:electricitymaps"}.Forecast(ctx, req)
+	fc.Provenance.Vendor = v.Vendor()
+	return fc, err
+}
+
+// The vendor step goes where VendorPosition says; a failing vendor falls
+// through to the next step and is named in Skipped.
+func TestVendorPosition(t *testing.T) {
+	t.Parallel()
+	zoneModel := constant{v: 100, failFor: "PL", model: "zone-model"}
+	generic := constant{v: 200, failFor: "PL", model: "generic-model"}
+	models := func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+		switch {
+		case s == forecast.SignalMarginal:
+			return nil
+		case z == "":
+			return generic
+		case z == "DE" || z == "PL":
+			return zoneModel
+		}
+		return nil
+	}
+	const vendorStep = "vendor electricitymaps"
+	average := []forecast.Signal{forecast.SignalLifecycle, forecast.SignalDirect}
+	ok := vendorStub{v: 50, serves: []forecast.Zone{"DE", "PL", "FR"}, signals: average}
+	for _, tt := range []struct {
+		pos         VendorPosition
+		vendor      vendorStub
+		zone        forecast.Zone
+		wantSource  forecast.Source
+		wantSkipped []string
+	}{
+		{VendorFirst, ok, "DE", forecast.SourceVendor, nil},
+		{VendorAfterZone, ok, "DE", forecast.SourceZone, nil},
+		{VendorAfterZone, ok, "FR", forecast.SourceVendor, []string{"zone"}},
+		{VendorAfterZone, ok, "PL", forecast.SourceVendor, []string{"zone"}},
+		{VendorAfterGeneric, ok, "PL", forecast.SourceVendor, []string{"zone", "generic"}},
+		{VendorAfterGeneric, ok, "DE", forecast.SourceZone, nil},
+		{VendorLast, ok, "PL", forecast.SourceBaseline, []string{"zone", "generic"}},
+		{"", ok, "PL", forecast.SourceVendor, []string{"zone", "generic"}}, // default: after-generic
+		{VendorFirst, vendorStub{fail: true, serves: ok.serves, signals: average}, "DE", forecast.SourceZone, []string{vendorStep}},
+		{VendorAfterGeneric, vendorStub{fail: true, serves: ok.serves, signals: average}, "PL", forecast.SourceBaseline, []string{"zone", "generic", vendorStep}},
+	} {
+		t.Run(fmt.Sprintf("%s %s fail=%v", tt.pos, tt.zone, tt.vendor.fail), func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t, Config{Forecasters: models, Vendor: tt.vendor, VendorPosition: tt.pos})
+			fc, err := g.Chain.Forecast(context.Background(), forecast.Request{Zone: tt.zone, Signal: forecast.SignalLifecycle, Start: replayStart, Horizon: 96})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := fc.Provenance
+			if p.Source != tt.wantSource || !slices.Equal(p.Skipped, tt.wantSkipped) {
+				t.Fatalf("source %s skipped %q (reason %q), want %s skipped %q", p.Source, p.Skipped, p.Reason, tt.wantSource, tt.wantSkipped)
+			}
+			if (p.Source == forecast.SourceVendor) != (p.Vendor == "electricitymaps") {
+				t.Fatalf("source %s, vendor %q", p.Source, p.Vendor)
+			}
+			if tt.vendor.fail && !strings.Contains(p.Reason, vendorStep+": unavailable: electricitymaps answered 429") {
+				t.Fatalf("reason %q does not say why the vendor did not answer", p.Reason)
+			}
+		})
+	}
+	if _, err := NewBundled(context.Background(), Config{VendorPosition: "second"}); forecast.ErrorField(err) != "vendor_position" {
+		t.Fatalf("position second: %v", err)
+	}
+}
+
+// With a vendor of the marginal signal, it is served (by the vendor only:
+// no model, baseline or climatology forecasts it) and listed in the
+// catalog; without one it is a 400 naming signal.
+func TestMarginalSignal(t *testing.T) {
+	t.Parallel()
+	req := gateway.Request{Zones: []forecast.Zone{"US-CAL-CISO"}, Duration: time.Hour, Signal: forecast.SignalMarginal}
+	g := newGateway(t, Config{})
+	if _, err := g.Service.Schedule(context.Background(), req); forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "signal" {
+		t.Fatalf("without a vendor: %v", err)
+	}
+	wt := vendorStub{v: 400, serves: []forecast.Zone{"US-CAL-CISO"}, signals: []forecast.Signal{forecast.SignalMarginal}}
+	g = newGateway(t, Config{Vendor: wt, VendorPosition: VendorLast})
+	d, err := g.Service.Schedule(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.Provenance["US-CAL-CISO"]; p.Source != forecast.SourceVendor || d.Decision.Mean != 400 {
+		t.Fatalf("provenance %+v, mean %v", p, d.Decision.Mean)
+	}
+	wt.fail = true
+	g = newGateway(t, Config{Vendor: wt})
+	if _, err := g.Service.Schedule(context.Background(), req); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
+		t.Fatalf("failing vendor: %v, want EUNAVAILABLE (nothing else forecasts the marginal signal)", err)
+	}
+	for _, z := range g.Service.Zones() {
+		if src, ok := z.Forecasters[forecast.SignalMarginal]; ok != (z.Zone == "US-CAL-CISO") || ok && src != forecast.SourceVendor {
+			t.Fatalf("zone %s: marginal forecaster %q", z.Zone, src)
+		}
+	}
 }
