@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/fallback"
 	"github.com/carbongate/carbongate/gateway/ingest"
 	"github.com/carbongate/carbongate/gateway/ingest/electricitymaps"
 	"github.com/carbongate/carbongate/gateway/ingest/watttime"
@@ -178,4 +179,28 @@ func wantCode(tb testing.TB, err error, code string) {
 	if got := forecast.ErrorCode(err); got != code {
 		tb.Fatalf("error code=%q, want %q (err: %v)", got, code, err)
 	}
+}
+
+// vendorChain is a fallback chain of f's step (bounded by timeout), then
+// a climatology of 300 for every zone.
+func vendorChain(tb testing.TB, f *Forecaster, timeout time.Duration) *fallback.Chain {
+	tb.Helper()
+	chain, err := fallback.New(fallback.Config{
+		Steps: []fallback.Step{
+			{Source: forecast.SourceVendor, Name: "vendor " + f.Vendor(), Timeout: timeout, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
+				if !f.Serves(z, s) {
+					return nil
+				}
+				return f
+			}},
+			{Source: forecast.SourceClimatology, For: func(forecast.Zone, forecast.Signal) forecast.Forecaster {
+				return fallback.Flat{Model: "climatology", Value: func(forecast.Zone, forecast.Signal) (float64, bool) { return 300, true }}
+			}},
+		},
+		Known: func(forecast.Zone) bool { return true },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return chain
 }

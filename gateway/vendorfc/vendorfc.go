@@ -342,7 +342,9 @@ func extend(is Issue, start time.Time, horizon int) ([]float64, error) {
 
 // Current returns the vendor's latest forecast of zone's signal: the one
 // fetched less than MaxAge ago, or a new one (one call, however many
-// callers wait for it). Errors as Forecast's.
+// callers wait for it). The call is bounded by Timeout, not by ctx: a
+// caller that gives up earlier leaves it running, and its answer is kept.
+// Errors as Forecast's.
 func (f *Forecaster) Current(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (Issue, error) {
 	if !f.cfg.Client.Serves(zone, signal) {
 		return Issue{}, forecast.FieldErrorf(forecast.ENOTFOUND, "signal", "%s does not forecast %s of %s", f.name, signal, zone)
@@ -361,13 +363,12 @@ func (f *Forecaster) Current(ctx context.Context, zone forecast.Zone, signal for
 	if !f.lim.AllowN(now, 1) {
 		return Issue{}, forecast.Errorf(forecast.EUNAVAILABLE, "%s: the call rate limit (%v a second) is spent", f.name, f.cfg.Rate)
 	}
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	// The call outlives a caller that gives up (a fallback step at its
+	// deadline): its answer is kept for the next request.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)
 	is, err := f.cfg.Client.Forecast(cctx, zone, signal)
 	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return Issue{}, ctx.Err()
-		}
 		if errors.Is(err, context.DeadlineExceeded) && cctx.Err() != nil {
 			err = &forecast.Error{Code: forecast.EUNAVAILABLE, Message: fmt.Sprintf("%s: no answer within %v", f.name, f.cfg.Timeout), Err: err}
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/fallback"
 	"github.com/carbongate/carbongate/gateway/ingest"
 	"github.com/carbongate/carbongate/gateway/ingest/watttime"
 )
@@ -204,25 +203,9 @@ func TestFailuresFallThrough(t *testing.T) {
 			}
 			f := emForecaster(t, a, clk, &l, Config{Timeout: 100 * time.Millisecond})
 			a.secret = secret
-			chain, err := fallback.New(fallback.Config{
-				Steps: []fallback.Step{
-					{Source: forecast.SourceVendor, Name: "vendor electricitymaps", Timeout: time.Second, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-						if !f.Serves(z, s) {
-							return nil
-						}
-						return f
-					}},
-					{Source: forecast.SourceClimatology, For: func(forecast.Zone, forecast.Signal) forecast.Forecaster {
-						return fallback.Flat{Model: "climatology", Value: func(forecast.Zone, forecast.Signal) (float64, bool) { return 300, true }}
-					}},
-				},
-				Known: func(forecast.Zone) bool { return true },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			chain := vendorChain(t, f, time.Second)
 			req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: emStart, Horizon: 24}
-			_, err = f.Forecast(context.Background(), req)
+			_, err := f.Forecast(context.Background(), req)
 			wantCode(t, err, tc.code)
 			calls := a.calls.Load()
 			fc, err := chain.Forecast(context.Background(), req)
@@ -295,5 +278,41 @@ func TestNewValidates(t *testing.T) {
 	for _, cfg := range []Config{{}, {Client: ElectricityMaps{}, Rate: -1}, {Client: ElectricityMaps{}, MaxAge: -time.Second}} {
 		_, err := New(cfg)
 		wantCode(t, err, forecast.EINVALID)
+	}
+}
+
+// A vendor slower than the step's deadline: the step times out and the
+// chain moves on, but the call goes on and its answer serves the next
+// request without another call.
+func TestSlowVendorAnswersTheNextRequest(t *testing.T) {
+	t.Parallel()
+	body := fixture(t, emData, "forecast_DE.json")
+	answered := make(chan struct{})
+	a := newEM(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		time.Sleep(300 * time.Millisecond)
+		w.Write(body)
+		close(answered)
+	})
+	f := emForecaster(t, a, ingest.NewManualClock(emStart), &logs{}, Config{Timeout: 10 * time.Second})
+	chain := vendorChain(t, f, 50*time.Millisecond)
+	req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: emStart, Horizon: 24}
+	fc, err := chain.Forecast(context.Background(), req)
+	if err != nil || fc.Provenance.Source != forecast.SourceClimatology || !strings.Contains(fc.Provenance.Reason, "timed out") {
+		t.Fatalf("first request: %+v, %v; want climatology after the vendor step timed out", fc.Provenance, err)
+	}
+	<-answered
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fc, err = chain.Forecast(context.Background(), req)
+		if err == nil && fc.Provenance.Source == forecast.SourceVendor || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil || fc.Provenance.Source != forecast.SourceVendor {
+		t.Fatalf("after the vendor answered: %+v, %v", fc.Provenance, err)
+	}
+	if got := a.calls.Load(); got != 1 {
+		t.Fatalf("%d calls, want 1", got)
 	}
 }
