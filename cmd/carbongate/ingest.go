@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,35 +117,43 @@ func (in *Ingest) emFeeds(log *slog.Logger) ([]ingest.Feed, error) {
 }
 
 func (in *Ingest) wtFeeds(log *slog.Logger) ([]ingest.Feed, error) {
-	if in.WTUser == "" || in.WTPassword == "" {
-		return nil, fmt.Errorf("--watttime-regions needs WattTime credentials: --watttime-user (or $WATTTIME_USERNAME) and $WATTTIME_PASSWORD")
-	}
-	regions := map[forecast.Zone]string{}
-	var zones []forecast.Zone
-	for _, pair := range strings.Split(in.WTRegions, ",") {
-		z, r, ok := strings.Cut(strings.TrimSpace(pair), "=")
-		if !ok || r == "" {
-			return nil, fmt.Errorf("--watttime-regions: %q is not ZONE=REGION", pair)
-		}
-		zone, err := forecast.ParseZone(z)
-		if err != nil {
-			return nil, fmt.Errorf("--watttime-regions: %s", forecast.ErrorMessage(err))
-		}
-		if _, dup := regions[zone]; dup {
-			return nil, fmt.Errorf("--watttime-regions: zone %s is listed twice", zone)
-		}
-		regions[zone] = r
-		zones = append(zones, zone)
-	}
-	c, err := watttime.New(watttime.Config{Username: in.WTUser, Password: in.WTPassword, Regions: regions, BaseURL: in.WTURL, Logger: log})
+	c, regions, err := in.wtClient(log)
 	if err != nil {
-		return nil, fmt.Errorf("--watttime-*: %s", forecast.ErrorMessage(err))
+		return nil, err
 	}
-	feeds := make([]ingest.Feed, 0, len(zones))
-	for _, z := range zones {
+	feeds := make([]ingest.Feed, 0, len(regions))
+	for _, z := range slices.Sorted(maps.Keys(regions)) {
 		feeds = append(feeds, ingest.Feed{Source: c, Zone: z, Signal: ingest.SignalMarginal})
 	}
 	return feeds, nil
+}
+
+// wtClient returns the WattTime client of the credentials and
+// --watttime-regions, and the regions by zone.
+func (in *Ingest) wtClient(log *slog.Logger) (*watttime.Client, map[forecast.Zone]string, error) {
+	if in.WTUser == "" || in.WTPassword == "" {
+		return nil, nil, fmt.Errorf("--watttime-regions needs WattTime credentials: --watttime-user (or $WATTTIME_USERNAME) and $WATTTIME_PASSWORD")
+	}
+	regions := map[forecast.Zone]string{}
+	for _, pair := range strings.Split(in.WTRegions, ",") {
+		z, r, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || r == "" {
+			return nil, nil, fmt.Errorf("--watttime-regions: %q is not ZONE=REGION", pair)
+		}
+		zone, err := forecast.ParseZone(z)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--watttime-regions: %s", forecast.ErrorMessage(err))
+		}
+		if _, dup := regions[zone]; dup {
+			return nil, nil, fmt.Errorf("--watttime-regions: zone %s is listed twice", zone)
+		}
+		regions[zone] = r
+	}
+	c, err := watttime.New(watttime.Config{Username: in.WTUser, Password: in.WTPassword, Regions: regions, BaseURL: in.WTURL, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--watttime-*: %s", forecast.ErrorMessage(err))
+	}
+	return c, regions, nil
 }
 
 func parseZoneList(s string) ([]forecast.Zone, error) {

@@ -196,6 +196,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := m.CASDK.check(); err != nil {
 		return err
 	}
+	if err := m.Store.Vendor.check(); err != nil {
+		return err
+	}
 	switch {
 	case m.RouteRefresh <= 0:
 		return fmt.Errorf("--route-refresh must be positive, got %v", m.RouteRefresh)
@@ -304,6 +307,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Routes: src, RouteRefresh: m.RouteRefresh, UpstreamTimeout: m.UpstreamTimeout,
 		Breaker: breaker.Config{Failures: m.BreakerFailures, Cooldown: m.BreakerCooldown},
 		ZoneCap: m.ZoneCap,
+		Vendor:  m.vendor(), VendorPosition: wiring.VendorPosition(m.Store.Vendor.Position),
 	})
 	if err != nil {
 		return err
@@ -383,6 +387,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("carbongate listening", "addr", m.ln.Addr().String(), "clock", clk.Mode(), "now", now.Format(time.RFC3339),
 		"zones_with_data", len(tables), "zone_models", zm, "generic_models", gm, "remote_endpoints", remotes, "horizon", m.Horizon.String())
 	return nil
+}
+
+// vendor returns the vendor step's forecaster; nil without
+// --vendor-forecast (a nil *vendorfc.Forecaster is not a nil interface).
+func (m *Main) vendor() wiring.VendorForecaster {
+	if m.Store.Vendor.forecaster == nil {
+		return nil
+	}
+	return m.Store.Vendor.forecaster
 }
 
 // clock returns the clock of --clock, --replay-start and --replay-speed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,8 @@ import (
 	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/gateway/ingest/watttime"
+	"github.com/carbongate/carbongate/gateway/vendorfc"
 	"github.com/carbongate/carbongate/registry/lazy"
 )
 
@@ -28,6 +31,9 @@ type Store struct {
 	Open func(ctx context.Context, uri string) (store.DB, error)
 
 	Ingest Ingest
+	// Vendor is a vendor's forecast: a step of the chain and, with URI,
+	// stored by a poller.
+	Vendor Vendor
 
 	conn   *storeConn
 	poller *ingest.Poller
@@ -39,14 +45,21 @@ func (s *Store) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.URI, "store", s.URI, "observed-signals store, postgres://… or crate://…: model history is read from it (production mode) and the pollers write into it; absent: the bundled data")
 	fs.BoolVar(&s.Migrate, "store-migrate", s.Migrate, "create the store's tables when absent, at startup")
 	s.Ingest.flags(fs)
+	s.Vendor.flags(fs)
 }
 
 // open validates the flags and connects in the background: while the
 // database is unreachable, forecasts fall back (the history is missing)
 // and /readyz says so. It returns the history the models read.
 func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forecast.History, error) {
+	if _, err := s.Vendor.open(&s.Ingest, m.Logger); err != nil {
+		return nil, err
+	}
 	if s.URI == "" {
-		if s.Ingest.enabled() {
+		switch {
+		case s.Vendor.Store != "":
+			return nil, fmt.Errorf("--vendor-store-zones needs --store: the vendor's forecasts are stored there")
+		case s.Ingest.enabled() && (s.Ingest.Zones != "" || s.Vendor.Name != watttime.Name):
 			return nil, fmt.Errorf("--ingest-zones and --watttime-regions need --store: the pollers write into the store")
 		}
 		return nil, nil
@@ -74,21 +87,44 @@ func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forec
 		return nil, err
 	}
 	s.poller = p
+	if s.Vendor.Store != "" {
+		feeds, err := s.Vendor.feeds()
+		if err != nil {
+			return nil, err
+		}
+		if s.Vendor.poller, err = vendorfc.NewStorePoller(vendorfc.StoreConfig{Forecaster: s.Vendor.forecaster, Store: s.conn, Feeds: feeds,
+			Interval: s.Vendor.Interval, Logger: m.Logger.With("component", "vendor")}); err != nil {
+			return nil, fmt.Errorf("--vendor-store-zones: %s", forecast.ErrorMessage(err))
+		}
+	}
 	return s.conn, nil
 }
 
 // start runs the pollers until close.
 func (s *Store) start(log interface{ Warn(string, ...any) }) {
-	if s.poller == nil {
+	var runs []func(context.Context) error
+	if s.poller != nil {
+		runs = append(runs, s.poller.Run)
+	}
+	if s.Vendor.poller != nil {
+		runs = append(runs, s.Vendor.poller.Run)
+	}
+	if len(runs) == 0 {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("pollers stopped", "error", err)
+			}
+		})
+	}
 	go func() {
-		defer close(s.done)
-		if err := s.poller.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("ingest pollers stopped", "error", err)
-		}
+		wg.Wait()
+		close(s.done)
 	}()
 }
 
@@ -199,6 +235,25 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// WriteForecasts writes into the forecast store of the same database (the
+// vendor's forecasts).
+func (c *storeConn) WriteForecasts(ctx context.Context, job string, units []store.Unit, rows []store.ForecastRow) error {
+	db, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	return db.WriteForecasts(ctx, job, units, rows)
+}
+
+// Done implements store.Forecasts.
+func (c *storeConn) Done(ctx context.Context, job string) ([]store.Unit, error) {
+	db, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db.Done(ctx, job)
 }
 
 // ReadForecasts reads the forecast store of the same database (the

@@ -46,7 +46,7 @@ type forecastJSON struct {
 	Start      time.Time `json:"start"`
 	Values     []float64 `json:"values"`
 	Provenance struct {
-		Source string `json:"source"`
+		Model, Source, Reason, Vendor string
 	} `json:"provenance"`
 }
 
