@@ -289,5 +289,10 @@ var rejectCases = []rejectCase{
 	{"backfill zone listed twice", backfillBase + "backfill: {enabled: true, zones: [SE, se]}", "backfill.zones: zone SE is listed twice"},
 	{"ingest interval not a duration", storeBase + "ingest: {interval: often}", "/ingest/interval"},
 	{"negative connection limit", "gateway: {maxConns: -1}", "/gateway/maxConns"},
+	{"unknown vendor", "vendorForecast: {vendor: tomorrow}", "/vendorForecast/vendor"},
+	{"Electricity Maps forecast without a token", "vendorForecast: {vendor: electricitymaps}", "ingest.electricityMaps.tokenSecret.name"},
+	{"WattTime forecast without regions", "vendorForecast: {vendor: watttime}", "vendorForecast.vendor watttime needs ingest.wattTime.regions"},
+	{"vendor forecasts stored without the store", "ingest: {electricityMaps: {tokenSecret: {name: t}}}\nvendorForecast: {vendor: electricitymaps, storeZones: [DE]}",
+		"vendorForecast.storeZones needs vendorForecast.vendor and store.enabled"},
 	{"HPA bounds reversed", "autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}", "minReplicas"},
 }

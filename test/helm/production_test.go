@@ -187,7 +187,7 @@ func jsonStrings(path string, v any) [][2]string {
 func productionFlag(arg string) bool {
 	k, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
 	return k == "store" || k == "store-migrate" || k == "max-conns" || strings.HasPrefix(k, "ingest-") ||
-		strings.HasPrefix(k, "electricitymaps-") || strings.HasPrefix(k, "watttime-")
+		strings.HasPrefix(k, "electricitymaps-") || strings.HasPrefix(k, "watttime-") || strings.HasPrefix(k, "vendor-")
 }
 
 // productionEnv are the env entries production mode adds to the gateway.
@@ -229,6 +229,27 @@ ingest: {wattTime: {regions: {US-NY-NYIS: NYISO, US-CAL-CISO: CAISO_NORTH}, cred
 			args: []string{"--store=$(CARBONGATE_STORE)", "--watttime-regions=US-CAL-CISO=CAISO_NORTH,US-NY-NYIS=NYISO",
 				"--ingest-interval=15m", "--ingest-backfill=168h"},
 			secrets: map[string]string{"CARBONGATE_STORE": "crate/uri", "WATTTIME_USERNAME": "wt/username", "WATTTIME_PASSWORD": "wt/password"},
+		},
+		{
+			name: "Electricity Maps' forecast first, stored; no poller",
+			values: `
+store: {enabled: true, uriSecret: {name: pg}}
+ingest: {electricityMaps: {tokenSecret: {name: em}, url: "http://em:1"}}
+vendorForecast: {vendor: electricitymaps, position: first, horizon: 72, storeZones: [DE, FR]}
+`,
+			args: []string{"--store=$(CARBONGATE_STORE)", "--electricitymaps-url=http://em:1", "--vendor-forecast=electricitymaps",
+				"--vendor-position=first", "--vendor-horizon=72", "--vendor-store-zones=DE,FR"},
+			secrets: map[string]string{"CARBONGATE_STORE": "pg/uri", "ELECTRICITYMAPS_TOKEN": "em/token"},
+		},
+		{
+			name: "WattTime's marginal forecast without the store",
+			values: `
+ingest: {wattTime: {regions: {US-CAL-CISO: CAISO_NORTH}, credentialsSecret: {name: wt}}}
+vendorForecast: {vendor: watttime}
+`,
+			args: []string{"--watttime-regions=US-CAL-CISO=CAISO_NORTH", "--ingest-interval=15m", "--ingest-backfill=168h",
+				"--vendor-forecast=watttime", "--vendor-position=after-generic", "--vendor-horizon=0"},
+			secrets: map[string]string{"WATTTIME_USERNAME": "wt/username", "WATTTIME_PASSWORD": "wt/password"},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

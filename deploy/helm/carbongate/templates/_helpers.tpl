@@ -99,8 +99,9 @@ Secrets (carbongate reads $ELECTRICITYMAPS_TOKEN, $WATTTIME_USERNAME and $WATTTI
 {{- if .Values.store.enabled }}
 {{ include "carbongate.storeSecretEnv" . }}
 {{- end }}
+{{- $vendor := .Values.vendorForecast.vendor }}
 {{- with .Values.ingest.electricityMaps }}
-{{- if .zones }}
+{{- if or .zones (eq $vendor "electricitymaps") }}
 {{ include "carbongate.secretEnv" (dict "name" "ELECTRICITYMAPS_TOKEN" "secret" .tokenSecret.name "key" .tokenSecret.key) }}
 {{- end }}
 {{- end }}
@@ -164,9 +165,12 @@ credentials are in carbongate.productionEnv).
 {{- end }}
 {{- $em := .Values.ingest.electricityMaps }}
 {{- $wt := .Values.ingest.wattTime }}
+{{- $vf := .Values.vendorForecast }}
 {{- if $em.zones }}
 - {{ printf "--ingest-zones=%s" (join "," $em.zones) | quote }}
 - {{ printf "--ingest-signals=%s" (join "," $em.signals) | quote }}
+{{- end }}
+{{- if or $em.zones (eq $vf.vendor "electricitymaps") }}
 {{- with $em.url }}
 - {{ printf "--electricitymaps-url=%s" . | quote }}
 {{- end }}
@@ -184,6 +188,14 @@ credentials are in carbongate.productionEnv).
 {{- if or $em.zones $wt.regions }}
 - --ingest-interval={{ .Values.ingest.interval }}
 - --ingest-backfill={{ .Values.ingest.backfill }}
+{{- end }}
+{{- with $vf.vendor }}
+- {{ printf "--vendor-forecast=%s" . | quote }}
+- {{ printf "--vendor-position=%s" $vf.position | quote }}
+- --vendor-horizon={{ $vf.horizon }}
+{{- if $vf.storeZones }}
+- {{ printf "--vendor-store-zones=%s" (join "," $vf.storeZones) | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -303,8 +315,24 @@ the render with a message naming the values.
 {{- if and $st.enabled (not $st.uriSecret.name) }}
 {{- fail "store.enabled needs store.uriSecret.name: a Secret holding the postgres:// or crate:// URL of the observed-signals store" }}
 {{- end }}
-{{- if and (or $em.zones $wt.regions) (not $st.enabled) }}
+{{- $vf := .Values.vendorForecast }}
+{{- if and (or $em.zones (and $wt.regions (ne $vf.vendor "watttime"))) (not $st.enabled) }}
 {{- fail "ingest.electricityMaps.zones and ingest.wattTime.regions need store.enabled: the pollers write into the store" }}
+{{- end }}
+{{- if not (has $vf.vendor (list "" "electricitymaps" "watttime")) }}
+{{- fail "vendorForecast.vendor must be electricitymaps, watttime or empty" }}
+{{- end }}
+{{- if not (has $vf.position (list "first" "after-zone" "after-generic" "last")) }}
+{{- fail "vendorForecast.position must be first, after-zone, after-generic or last" }}
+{{- end }}
+{{- if and (eq $vf.vendor "electricitymaps") (not $em.tokenSecret.name) }}
+{{- fail "vendorForecast.vendor electricitymaps needs ingest.electricityMaps.tokenSecret.name: a Secret holding the Electricity Maps API token" }}
+{{- end }}
+{{- if and (eq $vf.vendor "watttime") (not $wt.regions) }}
+{{- fail "vendorForecast.vendor watttime needs ingest.wattTime.regions (the zones whose marginal signal it forecasts) and credentialsSecret.name" }}
+{{- end }}
+{{- if and $vf.storeZones (not (and $vf.vendor $st.enabled)) }}
+{{- fail "vendorForecast.storeZones needs vendorForecast.vendor and store.enabled: the vendor's forecasts are stored there" }}
 {{- end }}
 {{- if and $em.zones (not $em.tokenSecret.name) }}
 {{- fail "ingest.electricityMaps.zones needs ingest.electricityMaps.tokenSecret.name: a Secret holding the Electricity Maps API token" }}
