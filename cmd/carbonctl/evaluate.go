@@ -35,6 +35,7 @@ type evalFlags struct {
 	data, models, store, from, to, signal, format, zones string
 	model, versions, plots, week, plotSize               string
 	leadDays                                             int
+	common                                               bool
 }
 
 func (f *evalFlags) register(fs *flag.FlagSet) {
@@ -43,7 +44,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.store, "store", "", storeHelp+": score the stored forecasts")
 	fs.StringVar(&f.from, "from", "", "first issue day, YYYY-MM-DD (in-process: forecasts issued at 00:00 UTC)")
 	fs.StringVar(&f.to, "to", "", "last issue day, YYYY-MM-DD, inclusive")
-	fs.StringVar(&f.signal, "signal", "", "signal: direct or lifecycle (with --store: default every stored signal)")
+	fs.StringVar(&f.signal, "signal", "", "signal: direct or lifecycle (with --store also marginal; default every stored signal)")
 	fs.StringVar(&f.format, "output", "table", "output format: table or json")
 	fs.StringVar(&f.zones, "zones", "", "comma-separated zone ids (default: every zone)")
 	fs.StringVar(&f.model, "model", "", "with --store: model name, or a prefix ending in * (e.g. carbon-forecaster-*)")
@@ -52,6 +53,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.week, "week", "", "first day (YYYY-MM-DD) of the forecast-vs-observed plot (default: the first scored issue day)")
 	fs.StringVar(&f.plotSize, "plot-size", "1200x600", "plot size in pixels, WIDTHxHEIGHT")
 	fs.IntVar(&f.leadDays, "lead-days", evaluate.DefaultLeadDays, "with --store: lead days scored (24 h each)")
+	fs.BoolVar(&f.common, "common", false, "with --store: score only the issue times every model of a zone and signal has (carbongate's models and a vendor's on the same issues; see docs/vendors.md)")
 }
 
 // openForecastStore opens the forecast store of a --store URL.
@@ -125,8 +127,11 @@ func evaluateStore(ctx context.Context, f evalFlags, size plot.Size, open openSt
 	if err != nil {
 		return err
 	}
+	if f.common {
+		set = evaluate.Common(set)
+	}
 	if len(set.Issues) == 0 {
-		return forecast.Errorf(forecast.ENOTFOUND, "no forecast in the store matches --zones, --signal, --model, --versions, --from and --to")
+		return forecast.Errorf(forecast.ENOTFOUND, "no forecast in the store matches --zones, --signal, --model, --versions, --from and --to (and, with --common, is issued when every other model's is)")
 	}
 	rep, err := evaluate.Score(ctx, set, obs)
 	if err != nil {
@@ -157,8 +162,8 @@ func (f evalFlags) selection() (evaluate.Selection, error) {
 	}
 	sel.Query.Zones = zs
 	if f.signal != "" {
-		if sel.Query.Signal, err = parseSignal(f.signal); err != nil {
-			return sel, usagef("--signal: %v", err)
+		if sel.Query.Signal, err = forecast.ParseAnySignal(f.signal); err != nil {
+			return sel, usagef("--signal: %s", forecast.ErrorMessage(err))
 		}
 	}
 	if prefix, ok := strings.CutSuffix(f.model, "*"); ok {
@@ -274,8 +279,8 @@ func evaluateLocal(ctx context.Context, f evalFlags, size plot.Size, stdout, std
 	if f.data == "" || f.models == "" || f.from == "" || f.to == "" || f.signal == "" {
 		return usagef("--data, --models, --from, --to and --signal are required (or --store)")
 	}
-	if f.model != "" || f.versions != "" {
-		return usagef("--model and --versions select stored forecasts: they need --store")
+	if f.model != "" || f.versions != "" || f.common {
+		return usagef("--model, --versions and --common select stored forecasts: they need --store")
 	}
 	d1, err := parseTime(f.from)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/gateway/vendorfc"
 	"github.com/carbongate/carbongate/models/backtest"
 	"github.com/carbongate/carbongate/models/evaluate"
 	"github.com/carbongate/carbongate/models/workflow"
@@ -210,7 +211,8 @@ func TestEvaluateStoreErrors(t *testing.T) {
 		{"tiny plot", []string{"--store", url, "--plot-size", "10x10"}, 2, "--plot-size"},
 		{"reversed days", []string{"--store", url, "--from", "2021-03-05", "--to", "2021-03-01"}, 2, "--to"},
 		{"bad lead days", []string{"--store", url, "--lead-days", "0"}, 2, "--lead-days"},
-		{"bad signal", []string{"--store", url, "--signal", "marginal"}, 2, "--signal"},
+		{"bad signal", []string{"--store", url, "--signal", "nuclear"}, 2, "--signal"},
+		{"--common without --store", []string{"--data", "bundled", "--models", "m", "--from", "2021-01-01", "--to", "2021-01-02", "--signal", "direct", "--common"}, 2, "--common"},
 		{"bad format", []string{"--store", url, "--output", "xml"}, 2, "--output"},
 		{"bad format, old name", []string{"--store", url, "--format", "xml"}, 2, "--output"},
 		{"no match", []string{"--store", url, "--model", "nope"}, 1, "no forecast in the store"},
@@ -295,5 +297,62 @@ func TestIssueLocalMatchesBacktest(t *testing.T) {
 				t.Errorf("%s day %d: MAPE %v, backtest %v", r.ModelName, d+1, got, want.MAPE[d])
 			}
 		}
+	}
+}
+
+// A vendor's forecasts stored hourly by the gateway (vendorfc.Rows, 24
+// hours each, 2 % high) beside a model's daily backfill (4 % high): with
+// --common both are scored on the issue times both have (00:00 of the
+// vendor's days), each with its own error.
+func TestEvaluateVendorCommon(t *testing.T) {
+	t.Parallel()
+	m := store.NewMemory()
+	observeDE(t, m, 20)
+	backfillDE(t, m, "carbon-forecaster-DE", "3", 0, 10, 0.04, 0)
+	var rows []store.ForecastRow
+	for h := 3 * 24; h < 6*24; h++ {
+		start := evalDay0.Add(time.Duration(h) * time.Hour)
+		vals := make([]float64, 24)
+		for i := range vals {
+			vals[i] = evalObserved(start.Add(time.Duration(i)*time.Hour)) * 1.02
+		}
+		rows = append(rows, vendorfc.Rows(vendorfc.Issue{Vendor: "electricitymaps", Zone: "DE", Signal: forecast.SignalDirect, Start: start, Values: vals})...)
+	}
+	if err := m.WriteForecasts(context.Background(), vendorfc.Job("electricitymaps"), nil, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		scored map[string]int
+	}{
+		{nil, map[string]int{"carbon-forecaster-DE": 10, "vendor:electricitymaps": 72}},
+		{[]string{"--common"}, map[string]int{"carbon-forecaster-DE": 3, "vendor:electricitymaps": 3}},
+	} {
+		code, out, errOut := runWith(evaluateMem(m), append([]string{"--store", "postgres://localhost/unused", "--lead-days", "1", "--output", "json"}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", tc.args, code, errOut)
+		}
+		var doc struct {
+			Results []struct {
+				ModelName string              `json:"model_name"`
+				Scored    int                 `json:"scored"`
+				Metrics   map[string]*float64 `json:"metrics"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		mape := map[string]float64{"carbon-forecaster-DE": 4, "vendor:electricitymaps": 2}
+		if len(doc.Results) != 2 {
+			t.Fatalf("%q: results %s", tc.args, out)
+		}
+		for _, r := range doc.Results {
+			if v := r.Metrics["mape_d1"]; r.Scored != tc.scored[r.ModelName] || v == nil || math.Abs(*v-mape[r.ModelName]) > 1e-9 {
+				t.Fatalf("%q: %s scored %d, mape_d1 %v; want %d and %v", tc.args, r.ModelName, r.Scored, v, tc.scored[r.ModelName], mape[r.ModelName])
+			}
+		}
+	}
+	if code, _, errOut := runWith(evaluateMem(m), "--store", "postgres://localhost/unused", "--signal", "marginal"); code != 1 || !strings.Contains(errOut, "no forecast") {
+		t.Fatalf("--signal marginal with none stored: exit %d: %s", code, errOut)
 	}
 }

@@ -148,6 +148,43 @@ func Load(ctx context.Context, fs store.Forecasts, sel Selection) (*Set, error) 
 	return set, nil
 }
 
+// Common returns the set with, per zone and signal, only the issue times
+// that every key of that zone and signal has: its models (carbongate's and
+// a vendor's, stored hourly) are then scored on the same issues. The issues
+// are shared with set, not copied.
+func Common(set *Set) *Set {
+	type series struct {
+		zone   forecast.Zone
+		signal forecast.Signal
+	}
+	keys := map[series]int{}
+	count := map[series]map[int64]int{}
+	for k, is := range set.Issues {
+		sk := series{k.Zone, k.Signal}
+		keys[sk]++
+		if count[sk] == nil {
+			count[sk] = map[int64]int{}
+		}
+		for _, i := range is {
+			count[sk][i.At.Unix()]++
+		}
+	}
+	out := &Set{LeadDays: set.LeadDays, Issues: make(map[Key][]Issue, len(set.Issues))}
+	for k, is := range set.Issues {
+		sk := series{k.Zone, k.Signal}
+		var kept []Issue
+		for _, i := range is {
+			if count[sk][i.At.Unix()] == keys[sk] {
+				kept = append(kept, i)
+			}
+		}
+		if len(kept) > 0 {
+			out.Issues[k] = kept
+		}
+	}
+	return out
+}
+
 func newIssue(at time.Time, span int) Issue {
 	is := Issue{At: at, Value: make([]float64, span), Lower: make([]float64, span), Upper: make([]float64, span)}
 	for i := range span {
