@@ -52,7 +52,7 @@ func (s *Store) flags(fs *flag.FlagSet) {
 // database is unreachable, forecasts fall back (the history is missing)
 // and /readyz says so. It returns the history the models read.
 func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forecast.History, error) {
-	if _, err := s.Vendor.open(&s.Ingest, m.Logger); err != nil {
+	if _, err := s.Vendor.open(&s.Ingest, reg, m.Logger); err != nil {
 		return nil, err
 	}
 	if s.URI == "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/ingest/electricitymaps"
 	"github.com/carbongate/carbongate/gateway/ingest/watttime"
@@ -67,7 +69,7 @@ func (v *Vendor) check() error {
 
 // open builds the vendor's forecaster from the pollers' credentials; nil
 // without --vendor-forecast.
-func (v *Vendor) open(in *Ingest, log *slog.Logger) (*vendorfc.Forecaster, error) {
+func (v *Vendor) open(in *Ingest, reg prometheus.Registerer, log *slog.Logger) (*vendorfc.Forecaster, error) {
 	if v.Name == "" {
 		return nil, nil
 	}
@@ -96,7 +98,7 @@ func (v *Vendor) open(in *Ingest, log *slog.Logger) (*vendorfc.Forecaster, error
 		client = vendorfc.WattTime{C: c, Regions: regions, Horizon: v.Horizon}
 	}
 	f, err := vendorfc.New(vendorfc.Config{Client: client, MaxAge: v.MaxAge, Timeout: v.Timeout, Rate: v.Rate, Burst: v.Burst,
-		Logger: log.With("component", "vendor")})
+		Registerer: reg, Logger: log.With("component", "vendor")})
 	if err != nil {
 		return nil, fmt.Errorf("--vendor-*: %s", forecast.ErrorMessage(err))
 	}

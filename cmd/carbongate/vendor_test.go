@@ -86,6 +86,7 @@ func TestVendorForecast(t *testing.T) { // not parallel: it sets the environment
 	if log := m.Stderr.(*testsupport.SyncBuffer).String(); strings.Contains(log, token) {
 		t.Fatal("the token is in the log")
 	}
+	wantMetrics(t, m.URL(), `carbongate_vendor_requests_total{code="ok",vendor="electricitymaps"} 2`) // DE lifecycle and direct, once each
 
 	m = startWithStore(t, memDB{store.NewMemory()}, flags(fakeEM(t, token, http.StatusTooManyRequests).URL)...)
 	p = getForecast(t, m.URL()+"/v1/forecast?zone=DE").Provenance

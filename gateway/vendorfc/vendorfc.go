@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -195,8 +196,9 @@ type Config struct {
 	// Backoff is how long a (zone, signal) is not asked again after a
 	// failure; a Retry-After of the vendor replaces it, up to MaxBackoff.
 	Backoff, MaxBackoff time.Duration
-	Now                 func() time.Time // nil: time.Now
-	Logger              *slog.Logger     // nil: discard
+	Now                 func() time.Time      // nil: time.Now
+	Logger              *slog.Logger          // nil: discard
+	Registerer          prometheus.Registerer // the metrics below; nil: none registered
 }
 
 // Forecaster is a forecast.Forecaster over a vendor's forecasts: the step
@@ -207,9 +209,21 @@ type Forecaster struct {
 	log  *slog.Logger
 	name string
 
+	lookups  *prometheus.CounterVec // by vendor and result
+	requests *prometheus.CounterVec // by vendor and code
+
 	mu      sync.Mutex
 	entries map[key]*entry
 }
+
+// Results of a lookup (Current) in carbongate_vendor_forecast_lookups_total.
+const (
+	ResultCached      = "cached"       // a forecast fetched less than MaxAge ago
+	ResultFetched     = "fetched"      // a call that succeeded
+	ResultFailed      = "failed"       // a call that failed
+	ResultHeld        = "held"         // no call: a recent failure holds
+	ResultRateLimited = "rate_limited" // no call: the rate limit is spent
+)
 
 type key struct {
 	zone   forecast.Zone
@@ -259,8 +273,25 @@ func New(cfg Config) (*Forecaster, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Forecaster{cfg: cfg, lim: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), log: cfg.Logger,
-		name: cfg.Client.Name(), entries: map[key]*entry{}}, nil
+	f := &Forecaster{cfg: cfg, lim: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), log: cfg.Logger,
+		name: cfg.Client.Name(), entries: map[key]*entry{},
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_vendor_forecast_lookups_total",
+			Help: "Lookups of a vendor's forecast (the fallback step and the store poller), by vendor and result: cached, fetched, failed, held (a recent failure), rate_limited.",
+		}, []string{"vendor", "result"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_vendor_requests_total",
+			Help: "Calls to a vendor's forecast API, by vendor and outcome (ok or the error code).",
+		}, []string{"vendor", "code"}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{f.lookups, f.requests} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("vendorfc: register metrics: %w", err)
+			}
+		}
+	}
+	return f, nil
 }
 
 // Vendor names the vendor.
@@ -354,13 +385,16 @@ func (f *Forecaster) Current(ctx context.Context, zone forecast.Zone, signal for
 	defer e.mu.Unlock()
 	now := f.cfg.Now()
 	if !e.fetched.IsZero() && now.Sub(e.fetched) < f.cfg.MaxAge {
+		f.lookups.WithLabelValues(f.name, ResultCached).Inc()
 		return e.issue, nil
 	}
 	if e.err != nil && now.Before(e.retryAt) {
+		f.lookups.WithLabelValues(f.name, ResultHeld).Inc()
 		return Issue{}, &forecast.Error{Code: forecast.EUNAVAILABLE,
 			Message: fmt.Sprintf("%s; %s is not asked again before %s", forecast.ErrorMessage(e.err), f.name, e.retryAt.UTC().Format(time.RFC3339))}
 	}
 	if !f.lim.AllowN(now, 1) {
+		f.lookups.WithLabelValues(f.name, ResultRateLimited).Inc()
 		return Issue{}, forecast.Errorf(forecast.EUNAVAILABLE, "%s: the call rate limit (%v a second) is spent", f.name, f.cfg.Rate)
 	}
 	// The call outlives a caller that gives up (a fallback step at its
@@ -373,12 +407,16 @@ func (f *Forecaster) Current(ctx context.Context, zone forecast.Zone, signal for
 			err = &forecast.Error{Code: forecast.EUNAVAILABLE, Message: fmt.Sprintf("%s: no answer within %v", f.name, f.cfg.Timeout), Err: err}
 		}
 		e.err, e.retryAt = err, now.Add(f.backoff(err))
+		f.lookups.WithLabelValues(f.name, ResultFailed).Inc()
+		f.requests.WithLabelValues(f.name, forecast.ErrorCode(err)).Inc()
 		f.log.LogAttrs(ctx, slog.LevelWarn, "vendorfc: vendor forecast failed", slog.String("vendor", f.name),
 			slog.String("zone", string(zone)), slog.String("signal", string(signal)), slog.String("code", forecast.ErrorCode(err)),
 			slog.String("error", forecast.ErrorMessage(err)), slog.Time("retry_at", e.retryAt))
 		return Issue{}, err
 	}
 	e.issue, e.fetched, e.err = is, now, nil
+	f.lookups.WithLabelValues(f.name, ResultFetched).Inc()
+	f.requests.WithLabelValues(f.name, "ok").Inc()
 	f.log.LogAttrs(ctx, slog.LevelDebug, "vendorfc: vendor forecast fetched", slog.String("vendor", f.name),
 		slog.String("zone", string(zone)), slog.String("signal", string(signal)), slog.Time("start", is.Start), slog.Int("hours", len(is.Values)))
 	return is, nil

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/ingest"
 	"github.com/carbongate/carbongate/gateway/ingest/watttime"
@@ -136,11 +139,13 @@ func TestWattTimeMarginalRecorded(t *testing.T) {
 }
 
 // Requests within MaxAge share one call; the vendor is asked again after.
+// The metrics count each lookup and call.
 func TestCache(t *testing.T) {
 	t.Parallel()
 	a := newEM(t, replay(t, emData, "forecast_DE.json"))
 	clk := ingest.NewManualClock(emStart.Add(-10 * time.Minute))
-	f := emForecaster(t, a, clk, &logs{}, Config{MaxAge: 10 * time.Minute})
+	reg := prometheus.NewRegistry()
+	f := emForecaster(t, a, clk, &logs{}, Config{MaxAge: 10 * time.Minute, Registerer: reg})
 	req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: emStart, Horizon: 24}
 	for range 5 {
 		if _, err := f.Forecast(context.Background(), req); err != nil {
@@ -156,6 +161,27 @@ func TestCache(t *testing.T) {
 	}
 	if got := a.calls.Load(); got != 2 {
 		t.Fatalf("%d calls after MaxAge, want 2", got)
+	}
+	if _, err := f.Forecast(context.Background(), forecast.Request{Zone: "FR", Signal: forecast.SignalLifecycle, Start: emStart, Horizon: 24}); err == nil {
+		t.Fatal("FR answered from DE's forecast")
+	}
+	for _, c := range []struct {
+		metric, label string
+		want          float64
+	}{
+		{"lookups", ResultCached, 4}, {"lookups", ResultFetched, 2}, {"lookups", ResultFailed, 1},
+		{"requests", "ok", 2}, {"requests", forecast.ENOTFOUND, 1},
+	} {
+		vec := f.lookups
+		if c.metric == "requests" {
+			vec = f.requests
+		}
+		if got := testutil.ToFloat64(vec.WithLabelValues("electricitymaps", c.label)); got != c.want {
+			t.Errorf("%s %s = %v, want %v", c.metric, c.label, got, c.want)
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg, "carbongate_vendor_forecast_lookups_total", "carbongate_vendor_requests_total"); err != nil || n != 5 {
+		t.Fatalf("%d series registered (%v), want 5", n, err)
 	}
 }
 
