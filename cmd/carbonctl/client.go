@@ -172,7 +172,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	duration := fs.String("duration", "", "the job's duration: 3h, 90m or PT3H (required)")
 	deadline := fs.String("deadline", "", "the job must finish by it (RFC 3339); default: the forecast horizon")
 	earliest := fs.String("earliest-start", "", "not before (RFC 3339); default: now")
-	signal := fs.String("signal", "", "lifecycle (default) or direct")
+	signal := fs.String("signal", "", "lifecycle (default), direct, or marginal where the gateway has WattTime's forecast")
 	origin := fs.String("origin", "", "zone of the run-now baseline; default: the first candidate")
 	step := fs.String("step", "", "spacing of candidate starts (e.g. 15m); default: carbongate's")
 	runNowBelow := fs.Float64("run-now-below", math.NaN(), "exit 0 when the saving over running now is below this percentage, 3 when it is at least this (a CI gate)")
@@ -309,7 +309,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("forecast", stdout)
 	zone := fs.String("zone", "", "the zone (required), e.g. DE")
-	signal := fs.String("signal", "", "lifecycle (default) or direct")
+	signal := fs.String("signal", "", "lifecycle (default), direct, or marginal where the gateway has WattTime's forecast")
 	c, err := parseClient(fs, args)
 	if err != nil {
 		return err
