@@ -196,7 +196,8 @@ func TestExportedMetricsCheck(t *testing.T) {
 
 // TestQueriesUseExportedMetrics starts carbonserve with a DE model, a
 // gateway that routes DE to it and SE to an endpoint that is never ready
-// (embedded registry, admission webhook, zone cap), and a gateway in
+// (embedded registry, admission webhook, zone cap, a vendor forecast
+// answering 503), and a gateway in
 // production mode that ingests DE from a recorded Electricity Maps answer
 // (one 429 first, one hour repeated) into PostgreSQL seeded with an older
 // hour (a gap); it exercises them, scrapes the three
@@ -240,7 +241,8 @@ func TestQueriesUseExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway := services.StartGateway(t, filepath.Join(bin, "carbongate"), "--routes", routes, "--registry", filepath.Join(t.TempDir(), "registry.db"),
-		"--admission", "--zone-cap-share", "0.5", "--zone-cap-min", "1", "--upstream-timeout", "500ms")
+		"--admission", "--zone-cap-share", "0.5", "--zone-cap-min", "1", "--upstream-timeout", "500ms",
+		"--vendor-forecast", "electricitymaps", "--electricitymaps-token", "test-token", "--electricitymaps-url", notReady.URL)
 
 	em := recordedEM(t, "test-token")
 	storeURL := seededStore(t)
