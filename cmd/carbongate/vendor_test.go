@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/gateway/ingest/watttime"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
@@ -127,5 +130,78 @@ func TestVendorFlagErrors(t *testing.T) { // not parallel: it sets the environme
 				t.Fatalf("error %q does not name %s", err, c.want)
 			}
 		})
+	}
+}
+
+// --vendor-forecast=watttime serves the marginal signal of its zones
+// (source vendor, in g/kWh) and lists it in /v1/zones; a gateway without it
+// answers signal=marginal with 400 naming signal. The password is not
+// logged.
+func TestVendorMarginalSignal(t *testing.T) { // not parallel: it sets the environment
+	password := "wt-password-" + strings.Repeat("y", 8)
+	t.Setenv("WATTTIME_PASSWORD", password)
+	body, err := os.ReadFile(filepath.Join("..", "..", "gateway", "vendorfc", "testdata", "watttime_forecast_CAISO_NORTH_24h.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			if u, p, ok := r.BasicAuth(); !ok || u != "carbongate" || p != password {
+				http.Error(w, `{"error":"invalid credentials"}`, http.StatusUnauthorized)
+				return
+			}
+			w.Write([]byte(`{"token":"wt-session"}`))
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer wt-session" || r.URL.Path != "/v3/forecast" || r.URL.Query().Get("region") != "CAISO_NORTH" {
+			http.Error(w, `{"error":"invalid request"}`, http.StatusBadRequest)
+			return
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(wt.Close)
+	const replay = "2024-01-15T12:35:00Z" // WattTime's first whole hour is 13:00
+	m := startWithStore(t, memDB{store.NewMemory()}, "--replay-start", replay, "--vendor-forecast", "watttime", "--vendor-position", "last",
+		"--watttime-user", "carbongate", "--watttime-regions", "US-CAL-CISO=CAISO_NORTH", "--watttime-url", wt.URL)
+	f := getForecast(t, m.URL()+"/v1/forecast?zone=US-CAL-CISO&signal=marginal")
+	if p := f.Provenance; p.Source != "vendor" || p.Vendor != "watttime" || p.Model != "vendor:watttime" {
+		t.Fatalf("provenance %+v", p)
+	}
+	// The first hour (12:00, before WattTime's first whole hour) takes the
+	// value of 13:00: the mean of its twelve 5-minute points, lbs/MWh → g/kWh.
+	var rec struct {
+		Data []struct {
+			Value float64 `json:"value"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &rec); err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, p := range rec.Data[6:18] { // 13:00 to 13:55
+		sum += p.Value
+	}
+	if want := sum / 12 * watttime.LbsPerMWh; len(f.Values) < 2 || math.Abs(f.Values[0]-want) > 1e-9 || f.Values[1] != f.Values[0] {
+		t.Fatalf("values %v…, want %v g/kWh at 12:00 and 13:00", f.Values[:min(2, len(f.Values))], want)
+	}
+	zones := getBody(t, m.URL()+"/v1/zones")
+	if !strings.Contains(zones, `"marginal":"vendor"`) {
+		t.Fatalf("/v1/zones lists no marginal forecaster:\n%s", zones)
+	}
+	if log := m.Stderr.(*testsupport.SyncBuffer).String(); strings.Contains(log, password) {
+		t.Fatal("the password is in the log")
+	}
+
+	m = startWithStore(t, memDB{store.NewMemory()}, "--replay-start", replay)
+	resp, err := http.Get(m.URL() + "/v1/forecast?zone=US-CAL-CISO&signal=marginal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error struct{ Code, Field string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != http.StatusBadRequest || e.Error.Field != "signal" {
+		t.Fatalf("without WattTime: %d %+v (%v), want 400 naming signal", resp.StatusCode, e, err)
 	}
 }
