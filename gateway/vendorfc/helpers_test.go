@@ -22,11 +22,8 @@ import (
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
-// The recorded answers of the ingest clients' tests.
-var (
-	emData = filepath.Join("..", "ingest", "electricitymaps", "testdata")
-	wtData = filepath.Join("..", "ingest", "watttime", "testdata")
-)
+// The recorded answers of the Electricity Maps client's tests.
+var emData = filepath.Join("..", "ingest", "electricitymaps", "testdata")
 
 // emStart is the first hour of the recorded Electricity Maps forecast
 // (forecast_DE.json, made at 19:47).
