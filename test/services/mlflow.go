@@ -42,10 +42,13 @@ type MLflowOpts struct {
 	// StartTimeout bounds the wait for /health (schema migrations on a
 	// fresh database included); 0 means 3 minutes.
 	StartTimeout time.Duration
+	// DefaultWorkers runs the server with MLflow's own default number of
+	// workers (4) instead of one.
+	DefaultWorkers bool
 }
 
 // MLflow is a running `mlflow server` (tracking and model registry, one
-// uvicorn worker) bound to 127.0.0.1.
+// uvicorn worker unless MLflowOpts.DefaultWorkers) bound to 127.0.0.1.
 type MLflow struct {
 	*Proc
 	// URL is the server's base URL, e.g. "http://127.0.0.1:41234": the
@@ -91,17 +94,21 @@ func StartMLflow(tb testing.TB, opts MLflowOpts) *MLflow {
 		port := strconv.Itoa(FreePort(tb))
 		hostPort := net.JoinHostPort("127.0.0.1", port)
 		m.URL = "http://" + hostPort
+		args := []string{"server",
+			"--backend-store-uri", backend,
+			"--artifacts-destination", m.ArtifactsDestination,
+			"--host", "127.0.0.1", "--port", port,
+			"--allowed-hosts", hostPort + ",localhost:" + port,
+			"--cors-allowed-origins", m.URL + ",http://localhost:" + port,
+		}
+		if !opts.DefaultWorkers {
+			args = append(args, "--workers", "1")
+		}
 		return spec{
-			name: "mlflow",
-			dir:  dir,
-			path: filepath.Join(venv, "bin", command),
-			args: []string{"server",
-				"--backend-store-uri", backend,
-				"--artifacts-destination", m.ArtifactsDestination,
-				"--host", "127.0.0.1", "--port", port, "--workers", "1",
-				"--allowed-hosts", hostPort + ",localhost:" + port,
-				"--cors-allowed-origins", m.URL + ",http://localhost:" + port,
-			},
+			name:  "mlflow",
+			dir:   dir,
+			path:  filepath.Join(venv, "bin", command),
+			args:  args,
 			env:   env,
 			ready: func(ctx context.Context) error { return wantStatus(ctx, m.URL+"/health", 200) },
 		}
