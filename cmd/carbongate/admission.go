@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/carbongate/carbongate/gateway/admission"

@@ -10,7 +10,7 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -33,7 +33,7 @@ const DefaultMaxBody = 3 << 20
 // (not JSON). Errors are returned for e's error handler to render.
 func (w *Webhook) Register(e *echo.Echo) { e.POST(Path, w.handle) }
 
-func (w *Webhook) handle(c echo.Context) error {
+func (w *Webhook) handle(c *echo.Context) error {
 	r := c.Request()
 	if w.cfg.RequireClientCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 		return echo.NewHTTPError(http.StatusUnauthorized, "a client certificate signed by the admission client CA is required")

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -44,7 +44,7 @@ func (w *Webhook) Route() httpapi.Route {
 // budget was spent), the uid is taken from the part read and the review
 // answered without a patch; only a body whose first part holds no uid
 // gets the plain 503.
-func (w *Webhook) Shed(c echo.Context, reason error) error {
+func (w *Webhook) Shed(c *echo.Context, reason error) error {
 	err := shedError{forecast.Errorf(forecast.EUNAVAILABLE, "%s", forecast.ErrorMessage(reason))}
 	body, complete := httpapi.Body(c)
 	id := c.Response().Header().Get(httpapi.HeaderRequestID)
@@ -65,7 +65,7 @@ func (w *Webhook) Shed(c echo.Context, reason error) error {
 }
 
 // respond writes the AdmissionReview of o for uid.
-func respond(c echo.Context, uid types.UID, o outcome) error {
+func respond(c *echo.Context, uid types.UID, o outcome) error {
 	review := admissionv1.AdmissionReview{Response: o.response(uid)}
 	review.APIVersion, review.Kind = admissionv1.SchemeGroupVersion.String(), "AdmissionReview"
 	return c.JSON(http.StatusOK, review)

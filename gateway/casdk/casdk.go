@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
@@ -177,7 +177,7 @@ var routes = []struct{ method, path string }{
 
 // Register adds the routes under every prefix to e.
 func (a *API) Register(e *echo.Echo) {
-	handlers := map[string]func(echo.Context) error{
+	handlers := map[string]func(*echo.Context) error{
 		"/emissions/forecasts/current":              a.forecastsCurrent,
 		"/emissions/forecasts/batch":                a.forecastsBatch,
 		"/emissions/bylocation":                     a.byLocation,
@@ -243,7 +243,7 @@ type forecastParams struct {
 }
 
 // forecastsCurrent answers GET /emissions/forecasts/current.
-func (a *API) forecastsCurrent(c echo.Context) error {
+func (a *API) forecastsCurrent(c *echo.Context) error {
 	q := newQuery(c.QueryParams())
 	names := q.names("location")
 	if len(names) == 0 {
@@ -432,7 +432,7 @@ type batchForecast struct {
 // requestedAt (within Lookback), scoped and windowed as a current one.
 // Without a forecast store it answers 400 (title NoForecastStore) once
 // the body is valid.
-func (a *API) forecastsBatch(c echo.Context) error {
+func (a *API) forecastsBatch(c *echo.Context) error {
 	items, err := decodeBatch[batchForecast](c, a.cfg.MaxLocations)
 	if err != nil {
 		return err
@@ -552,7 +552,7 @@ func (a *API) issued(ctx context.Context, zone forecast.Zone, at time.Time) ([]s
 // fields are refused, as the SDK's schemas allow none. Media types:
 // application/json, text/json and application/*+json (the SDK's); an
 // absent Content-Type is read as JSON.
-func decodeBatch[T any](c echo.Context, max int) ([]T, error) {
+func decodeBatch[T any](c *echo.Context, max int) ([]T, error) {
 	req := c.Request()
 	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
 		mt := strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 )
@@ -47,7 +47,7 @@ func (a *API) span(start, end time.Time, param string) error {
 // emissions answers the bylocation routes: the observed hours of every
 // location over [time, toTime] (time defaults to now, toTime to time),
 // all of them or the lowest (every tie). No data is 204, as the SDK.
-func (a *API) emissions(c echo.Context, names []string, startParams, endParams []string, best bool) error {
+func (a *API) emissions(c *echo.Context, names []string, startParams, endParams []string, best bool) error {
 	q := newQuery(c.QueryParams())
 	if len(names) == 0 {
 		return argument("Invalid parameters", map[string][]string{"location": {"location is not set"}})
@@ -128,7 +128,7 @@ func bestOf(out []emissionsData, pts []point) []emissionsData {
 	return kept
 }
 
-func (a *API) byLocation(c echo.Context) error {
+func (a *API) byLocation(c *echo.Context) error {
 	q := newQuery(c.QueryParams())
 	loc, _, err := q.one("location")
 	if err != nil {
@@ -143,11 +143,11 @@ func (a *API) byLocation(c echo.Context) error {
 	return a.emissions(c, names, []string{"time", "startTime"}, []string{"toTime", "endTime"}, false)
 }
 
-func (a *API) byLocations(c echo.Context) error {
+func (a *API) byLocations(c *echo.Context) error {
 	return a.emissions(c, newQuery(c.QueryParams()).names("location"), []string{"time"}, []string{"toTime"}, false)
 }
 
-func (a *API) byLocationsBest(c echo.Context) error {
+func (a *API) byLocationsBest(c *echo.Context) error {
 	return a.emissions(c, newQuery(c.QueryParams()).names("location"), []string{"time"}, []string{"toTime"}, true)
 }
 
@@ -158,7 +158,7 @@ type averageParams struct {
 }
 
 // average answers GET /emissions/average-carbon-intensity.
-func (a *API) average(c echo.Context) error {
+func (a *API) average(c *echo.Context) error {
 	q := newQuery(c.QueryParams())
 	var ap averageParams
 	var err error
@@ -240,7 +240,7 @@ type batchAverage struct {
 // averageBatch answers POST /emissions/average-carbon-intensity/batch:
 // each item as GET /emissions/average-carbon-intensity, errors naming the
 // item ([2].startTime). Items may name different locations.
-func (a *API) averageBatch(c echo.Context) error {
+func (a *API) averageBatch(c *echo.Context) error {
 	items, err := decodeBatch[batchAverage](c, a.cfg.MaxLocations)
 	if err != nil {
 		return err
@@ -271,7 +271,7 @@ func (a *API) averageBatch(c echo.Context) error {
 
 // locations answers GET /locations: every name listed once (Azure
 // regions, zone ids, other providers' regions bare or provider:region).
-func (a *API) locations(c echo.Context) error {
+func (a *API) locations(c *echo.Context) error {
 	if len(a.cat.list) == 0 {
 		return c.NoContent(http.StatusNoContent)
 	}

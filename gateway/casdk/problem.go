@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/httpapi"
@@ -82,10 +82,10 @@ func toProblem(err error, param string) *problem {
 // handle wraps a handler: its error is answered with the SDK's document
 // (500s logged with the request id), never left to the server's own
 // error shape.
-func (a *API) handle(h func(c echo.Context) error) echo.HandlerFunc {
-	return func(c echo.Context) error {
+func (a *API) handle(h func(c *echo.Context) error) echo.HandlerFunc {
+	return func(c *echo.Context) error {
 		err := h(c)
-		if err == nil || c.Response().Committed {
+		if err == nil || httpapi.Committed(c) {
 			return nil
 		}
 		p := toProblem(err, "")

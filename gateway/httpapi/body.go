@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/oip"
@@ -27,7 +27,7 @@ type Route struct {
 	// needs an AdmissionReview. It runs without a slot, after the body has
 	// been read; reason is the overload error (code unavailable). It must
 	// be cheap: the server is overloaded.
-	Shed func(c echo.Context, reason error) error
+	Shed func(c *echo.Context, reason error) error
 }
 
 // FreeBodyBytes is the part of each request body read without drawing
@@ -64,7 +64,7 @@ const (
 // called because the body budget was spent, where body is the part read.
 // Handlers may also read the request's Body, which yields the same bytes.
 // body is valid until the handler returns.
-func Body(c echo.Context) (body []byte, complete bool) {
+func Body(c *echo.Context) (body []byte, complete bool) {
 	b, ok := c.Get(keyBody).([]byte)
 	return b, ok && c.Get(keyPartial) == nil
 }
@@ -98,7 +98,7 @@ func (s *Server) matchRoute(path string) Route {
 // arriving when the read timeout passes gets 408; both close the
 // connection.
 func (s *Server) body(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c *echo.Context) error {
 		req := c.Request()
 		if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 || !hasBody(req.Method) || !limited(c.Path()) {
 			return next(c)
@@ -128,7 +128,7 @@ func (s *Server) body(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // bodyError renders a failed body read.
-func (s *Server) bodyError(c echo.Context, rt Route, err error, body []byte) error {
+func (s *Server) bodyError(c *echo.Context, rt Route, err error, body []byte) error {
 	got := len(body)
 	req := c.Request()
 	h := c.Response().Header()

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -140,7 +140,7 @@ func TestBodyBudget(t *testing.T) {
 		c.BodyBudget = 1 << 20
 		c.Routes = []Route{
 			{Prefix: "/big", MaxBody: 4 << 20},
-			{Prefix: "/big/shed", MaxBody: 4 << 20, Shed: func(c echo.Context, reason error) error {
+			{Prefix: "/big/shed", MaxBody: 4 << 20, Shed: func(c *echo.Context, reason error) error {
 				mu.Lock()
 				defer mu.Unlock()
 				shedBody, shedComplete = Body(c)
@@ -150,7 +150,7 @@ func TestBodyBudget(t *testing.T) {
 		}
 		c.Mount = func(e *echo.Echo) {
 			for _, p := range []string{"/big", "/big/shed"} {
-				e.POST(p, func(c echo.Context) error {
+				e.POST(p, func(c *echo.Context) error {
 					b, complete := Body(c)
 					return c.String(http.StatusOK, fmt.Sprint(len(b), complete))
 				})
@@ -197,11 +197,11 @@ func TestShedRouteAnswer(t *testing.T) {
 	var logs testsupport.SyncBuffer
 	api, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Routes: []Route{{Prefix: "/hooked", Shed: func(c echo.Context, reason error) error {
+		Routes: []Route{{Prefix: "/hooked", Shed: func(c *echo.Context, reason error) error {
 			b, complete := Body(c)
 			return c.String(http.StatusOK, fmt.Sprintf("%s %v %s", b, complete, forecast.ErrorMessage(reason)))
 		}}},
-		Mount: func(e *echo.Echo) { e.POST("/hooked", func(c echo.Context) error { return c.String(200, "served") }) },
+		Mount: func(e *echo.Echo) { e.POST("/hooked", func(c *echo.Context) error { return c.String(200, "served") }) },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 )
@@ -46,23 +46,23 @@ type errorJSON struct {
 // handleError renders err as the error body with its status. Unknown
 // errors become EINTERNAL with a generic message; their full text is logged
 // with the request id.
-func (s *Server) handleError(err error, c echo.Context) {
-	if c.Response().Committed {
+func (s *Server) handleError(c *echo.Context, err error) {
+	if Committed(c) {
 		return
 	}
 	id, _ := c.Get(keyRequestID).(string)
 	var body errorJSON
 	status := http.StatusInternalServerError
 	var he *httpError
-	var ee *echo.HTTPError
+	var ee echo.HTTPStatusCoder // *echo.HTTPError and echo's own errors (echo.ErrNotFound…)
 	switch {
 	case errors.As(err, &he):
 		status, body = he.status, errorJSON{Code: he.code, Message: he.message}
 	case errors.As(err, &ee):
-		status = ee.Code
-		body = errorJSON{Code: echoCode(ee.Code), Message: http.StatusText(ee.Code)}
-		if m, ok := ee.Message.(string); ok && m != "" {
-			body.Message = m
+		status = ee.StatusCode()
+		body = errorJSON{Code: echoCode(status), Message: http.StatusText(status)}
+		if m, ok := ee.(*echo.HTTPError); ok && m.Message != "" {
+			body.Message = m.Message
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
@@ -87,6 +87,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if err := writeJSON(c, status, errorBody{Error: body, RequestID: id}); err != nil {
 		c.Set(keyWriteError, err) // the access log says the answer was not delivered
 	}
+}
+
+// Committed reports whether the answer to c has been started (its status
+// sent), after which an error can no longer be rendered.
+func Committed(c *echo.Context) bool {
+	r, _ := echo.UnwrapResponse(c.Response())
+	return r != nil && r.Committed
 }
 
 func echoCode(status int) string {

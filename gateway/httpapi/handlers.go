@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 )
 
-func (s *Server) schedule(c echo.Context) error {
+func (s *Server) schedule(c *echo.Context) error {
 	req := c.Request()
 	ct := req.Header.Get(echo.HeaderContentType)
 	mt, err := ct, error(nil)
@@ -59,7 +59,7 @@ func (s *Server) schedule(c echo.Context) error {
 	return writeBytes(c, http.StatusOK, b)
 }
 
-func (s *Server) forecast(c echo.Context) error {
+func (s *Server) forecast(c *echo.Context) error {
 	q, err := url.ParseQuery(c.Request().URL.RawQuery)
 	if err != nil {
 		return forecast.FieldErrorf(forecast.EINVALID, "query", "malformed query string: %s", forecast.Clip(err.Error(), 80))
@@ -83,7 +83,7 @@ func (s *Server) forecast(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, forecastResponse(fc, now, c.Get(keyRequestID).(string)))
 }
 
-func (s *Server) zones(c echo.Context) error {
+func (s *Server) zones(c *echo.Context) error {
 	zs := s.cfg.Service.Zones()
 	out := zonesBody{Zones: make([]zoneJSON, len(zs)), Clock: clockOf(s.cfg.Service.Now()), RequestID: c.Get(keyRequestID).(string)}
 	for i, z := range zs {
@@ -109,11 +109,11 @@ type statusBody struct {
 	Checks map[string]string `json:"checks,omitempty"`
 }
 
-func (s *Server) healthz(c echo.Context) error {
+func (s *Server) healthz(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, statusBody{Status: "ok"})
 }
 
-func (s *Server) readyz(c echo.Context) error {
+func (s *Server) readyz(c *echo.Context) error {
 	if s.draining.Load() {
 		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "draining"}
 	}
@@ -139,6 +139,6 @@ func (s *Server) saturated() string {
 	return s.limiter.saturated()
 }
 
-func (s *Server) openapi(c echo.Context) error {
+func (s *Server) openapi(c *echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.openapiDoc)
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/instances"
@@ -60,7 +60,7 @@ func instanceOf(c instances.Candidate) instanceJSON {
 // instanceTypes answers GET /v1/instance-types: the instance type of a
 // provider that fits min_cpu and min_ram with the least estimated power
 // (forecast/instances), and the runners-up.
-func (s *Server) instanceTypes(c echo.Context) error {
+func (s *Server) instanceTypes(c *echo.Context) error {
 	q, err := url.ParseQuery(c.Request().URL.RawQuery)
 	if err != nil {
 		return forecast.FieldErrorf(forecast.EINVALID, "query", "malformed query string: %s", forecast.Clip(err.Error(), 80))

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -168,7 +168,7 @@ func (l *limiter) saturated() string {
 func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	l := s.limiter
 	retry := strconv.Itoa(RetryAfter)
-	return func(c echo.Context) error {
+	return func(c *echo.Context) error {
 		if !limited(c.Path()) {
 			return next(c)
 		}
@@ -198,7 +198,7 @@ const keyShed = "shed"
 // shed answers a request shed for reason: with the route's Shed when it
 // has one, else with reason. Either way the request is counted, not
 // logged.
-func (s *Server) shed(c echo.Context, rt Route, reason error) error {
+func (s *Server) shed(c *echo.Context, rt Route, reason error) error {
 	c.Set(keyShed, true)
 	if rt.Shed == nil {
 		return reason

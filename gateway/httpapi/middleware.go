@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 )
 
 const (
@@ -24,14 +24,16 @@ const (
 // drops: routed as GET, answered as HEAD (the method is restored before
 // net/http writes the answer, which a handler's writes never reach).
 func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c *echo.Context) error {
 		r := c.Request()
 		if r.Method != http.MethodHead {
 			return next(c)
 		}
 		r.Method = http.MethodGet
 		defer func() { r.Method = http.MethodHead }()
-		c.Response().Writer = headWriter{c.Response().Writer}
+		if resp, err := echo.UnwrapResponse(c.Response()); err == nil {
+			resp.ResponseWriter = headWriter{resp.ResponseWriter} // under echo's Response, which still counts the bytes
+		}
 		return next(c)
 	}
 }
@@ -44,9 +46,10 @@ func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
 // middleware gives each request an id and a deadline, recovers panics,
 // renders errors, and records metrics and the access log.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
+	return func(c *echo.Context) (err error) {
 		t0 := time.Now()
 		req := c.Request()
+		resp, _ := echo.UnwrapResponse(c.Response()) // echo's *Response: status and bytes sent
 		id := req.Header.Get(HeaderRequestID)
 		if !validID(id) {
 			id = newID()
@@ -65,13 +68,13 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			err = next(c)
 		}()
 		if err != nil {
-			s.handleError(err, c)
+			s.handleError(c, err)
 		}
 		route := c.Path()
 		if route == "" || errors.Is(err, echo.ErrNotFound) || errors.Is(err, echo.ErrMethodNotAllowed) {
 			route = "unmatched"
 		}
-		status := c.Response().Status
+		status := resp.Status
 		el := time.Since(t0)
 		s.requestsBy.get(routeCode{route, status}).Inc()
 		s.latencyBy.get(route).Observe(el.Seconds())
@@ -79,7 +82,7 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		// exactly when there is too much.
 		if s.cfg.AccessLog && c.Get(keyShed) == nil {
 			attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
-				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", c.Response().Size),
+				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", resp.Size),
 				slog.Float64("duration_ms", float64(el.Microseconds())/1000), slog.String("remote", req.RemoteAddr)}
 			if werr, ok := c.Get(keyWriteError).(error); ok {
 				attrs = append(attrs, slog.String("write_error", werr.Error()))

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
@@ -241,7 +241,7 @@ var (
 
 // writeJSON encodes v whole before writing, so that an encoding error is
 // reported rather than sent half-written, and the response has a length.
-func writeJSON(c echo.Context, status int, v any) error {
+func writeJSON(c *echo.Context, status int, v any) error {
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer putBuf(buf)
 	enc := json.NewEncoder(buf)
@@ -260,7 +260,7 @@ func putBuf(buf *bytes.Buffer) {
 }
 
 // writeBytes writes a JSON body with its length.
-func writeBytes(c echo.Context, status int, b []byte) error {
+func writeBytes(c *echo.Context, status int, b []byte) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	h.Set(echo.HeaderContentLength, strconv.Itoa(len(b)))

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -207,9 +207,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 		}
 	}
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = s.handleError
+	e := echo.NewWithConfig(echo.Config{Logger: s.log, HTTPErrorHandler: s.handleError})
 	e.Pre(headAsGet)
 	e.Use(s.middleware, s.body, s.limit)
 	e.POST("/v1/schedule", s.schedule)
@@ -240,7 +238,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 // Routes lists the registered routes as "METHOD path".
 func (s *Server) Routes() []string {
 	var out []string
-	for _, r := range s.echo.Routes() {
+	for _, r := range s.echo.Router().Routes() {
 		out = append(out, r.Method+" "+r.Path)
 	}
 	return out

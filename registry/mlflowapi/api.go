@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
@@ -172,20 +172,20 @@ func (a *API) Routes() []string {
 // calls the route with a deadline and writes the result, or the error
 // through HTTPErrorHandler. It always returns nil: the response is written.
 func (a *API) handler(rt route) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c *echo.Context) error {
 		out, err := a.serve(c, rt)
 		if err != nil {
-			a.HTTPErrorHandler(err, c)
+			a.HTTPErrorHandler(c, err)
 			return nil
 		}
 		if err := writeJSON(c, http.StatusOK, out); err != nil {
-			a.HTTPErrorHandler(err, c)
+			a.HTTPErrorHandler(c, err)
 		}
 		return nil
 	}
 }
 
-func (a *API) serve(c echo.Context, rt route) (out any, err error) {
+func (a *API) serve(c *echo.Context, rt route) (out any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, fmt.Errorf("mlflowapi: panic in %s %s: %v", rt.method, rt.path, p)
@@ -222,7 +222,7 @@ func (a *API) authorize(r *http.Request) error {
 
 // readInput reads the body (up to MaxBodyBytes) and the query. POST
 // bodies must be JSON, as MLflow requires.
-func (a *API) readInput(c echo.Context) (*input, error) {
+func (a *API) readInput(c *echo.Context) (*input, error) {
 	r := c.Request()
 	if r.Method == http.MethodPost {
 		ct := r.Header.Get(echo.HeaderContentType)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/filter"
@@ -109,7 +109,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("Routes() = %q\nwant %q", got, want)
 	}
 	var mounted []string
-	for _, r := range e.e.Routes() {
+	for _, r := range e.e.Router().Routes() {
 		mounted = append(mounted, r.Method+" "+r.Path)
 	}
 	for _, prefix := range []string{mlflowapi.PrefixAPI, mlflowapi.PrefixAjax} {

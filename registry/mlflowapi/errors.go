@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 )
@@ -55,13 +55,13 @@ type errorBody struct {
 // echo.Echo.HTTPErrorHandler so that unknown paths and methods answer in
 // the same shape. Unknown errors become INTERNAL_ERROR with a generic
 // message; they are logged in full (never the request's headers).
-func (a *API) HTTPErrorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
+func (a *API) HTTPErrorHandler(c *echo.Context, err error) {
+	if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 		return
 	}
 	status, body := http.StatusInternalServerError, errorBody{ErrorCode: codeInternal, Message: "internal error"}
 	var se *statusError
-	var he *echo.HTTPError
+	var he echo.HTTPStatusCoder // *echo.HTTPError and echo's own errors (echo.ErrNotFound…)
 	switch {
 	case errors.As(err, &se):
 		status, body = se.status, errorBody{se.code, se.message}
@@ -69,7 +69,7 @@ func (a *API) HTTPErrorHandler(err error, c echo.Context) {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
 		}
 	case errors.As(err, &he):
-		status, body = he.Code, echoBody(he)
+		status, body = he.StatusCode(), echoBody(he)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		status, body = http.StatusServiceUnavailable, errorBody{codeUnavailable, "the request ran out of time"}
 	default:
@@ -87,19 +87,23 @@ func (a *API) HTTPErrorHandler(err error, c echo.Context) {
 	}
 }
 
-func echoBody(he *echo.HTTPError) errorBody {
-	msg, _ := he.Message.(string)
+func echoBody(he echo.HTTPStatusCoder) errorBody {
+	code := he.StatusCode()
+	var msg string
+	if e, ok := he.(*echo.HTTPError); ok {
+		msg = e.Message
+	}
 	if msg == "" {
-		msg = http.StatusText(he.Code)
+		msg = http.StatusText(code)
 	}
 	switch {
-	case he.Code == http.StatusNotFound:
+	case code == http.StatusNotFound:
 		return errorBody{codeNoEndpoint, msg}
-	case he.Code == http.StatusUnauthorized:
+	case code == http.StatusUnauthorized:
 		return errorBody{codeUnauth, msg}
-	case he.Code == http.StatusServiceUnavailable:
+	case code == http.StatusServiceUnavailable:
 		return errorBody{codeUnavailable, msg}
-	case he.Code >= 500:
+	case code >= 500:
 		return errorBody{codeInternal, msg}
 	}
 	return errorBody{codeBadRequest, msg}

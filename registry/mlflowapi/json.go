@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/registry"
 )
@@ -126,7 +126,7 @@ type (
 
 // writeJSON encodes v whole before writing, so that an encoding error is
 // reported rather than sent half-written.
-func writeJSON(c echo.Context, status int, v any) error {
+func writeJSON(c *echo.Context, status int, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
