@@ -1,6 +1,7 @@
 package casdk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -381,6 +382,28 @@ func TestBadInputNamesTheParameter(t *testing.T) {
 				t.Fatalf("status %d %s, want 400 naming %s", a.status, a.body, tt.param)
 			}
 		})
+	}
+}
+
+// TestPrettyIgnored: a pretty query parameter changes nothing, answers and
+// error documents alike. (Echo v4 indented any c.JSON answer to a request
+// with one; the SDK's API has no such parameter, and Echo v5 dropped it.)
+func TestPrettyIgnored(t *testing.T) {
+	t.Parallel()
+	e, _ := newTestAPI(t, true)
+	for url, status := range map[string]int{"/casdk/locations": 200, "/emissions/bylocation?location=DE&time=2022-05-01T10:00:00Z": 200,
+		"/casdk/emissions/forecasts/current?location=DE&windowSize=x": 400} {
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		plain, pretty := do(t, e, http.MethodGet, url, "", ""), do(t, e, http.MethodGet, url+sep+"pretty", "", "")
+		if plain.status != status || pretty.status != status || !bytes.Equal(plain.body, pretty.body) {
+			t.Errorf("%s: %d %s\nwith pretty: %d %s", url, plain.status, plain.body, pretty.status, pretty.body)
+		}
+		if bytes.Contains(plain.body, []byte("\n ")) {
+			t.Errorf("%s: indented answer %s", url, plain.body)
+		}
 	}
 }
 
