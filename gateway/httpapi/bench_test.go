@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -263,4 +264,30 @@ func BenchmarkScheduleTracing(b *testing.B) {
 	fmt.Printf("schedule tracing (12 cached zones, GOMAXPROCS %d): untraced %.0f req/s, off %.0f req/s, on %.0f req/s\n",
 		runtime.GOMAXPROCS(0), 1e9/ref, 1e9/nsPerOp["off"], 1e9/nsPerOp["on"])
 	testsupport.Goal(b, ref/nsPerOp["off"] >= 0.97, "throughput ratio off/untraced = %.2f (goal >= 0.97), on/untraced = %.2f", ref/nsPerOp["off"], ref/nsPerOp["on"])
+}
+
+// BenchmarkServeInProcess measures the handler stack alone, no connection:
+// Echo's routing, the middleware (request id, deadline, metrics, access
+// log), the body read and the limiter around POST /v1/schedule with 12
+// cached zones, and around GET /healthz (routing and middleware with a
+// trivial handler).
+func BenchmarkServeInProcess(b *testing.B) {
+	api := benchAPI(b)
+	for _, bc := range []struct{ name, method, path, body string }{
+		{"schedule", "POST", "/v1/schedule", benchBody},
+		{"healthz", "GET", "/healthz", ""},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(bc.method, bc.path, strings.NewReader(bc.body))
+				r.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				api.ServeHTTP(w, r)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
 }
