@@ -17,6 +17,7 @@ import (
 type httpError struct {
 	status        int
 	code, message string
+	probe         bool // an expected answer to a probe (readyz), not a failure: not logged
 }
 
 func (e *httpError) Error() string { return e.code + ": " + e.message }
@@ -81,7 +82,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 			body.Message = "internal error"
 		}
 	}
-	if status >= 500 && c.Get(keyShed) == nil { // shed requests are counted, not logged
+	if status >= 500 && c.Get(keyShed) == nil && (he == nil || !he.probe) { // shed requests are counted, not logged
 		s.log.Error("request failed", "request_id", id, "status", status, "error", err.Error())
 	}
 	if err := writeJSON(c, status, errorBody{Error: body, RequestID: id}); err != nil {

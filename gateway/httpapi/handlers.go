@@ -115,14 +115,14 @@ func (s *Server) healthz(c *echo.Context) error {
 
 func (s *Server) readyz(c *echo.Context) error {
 	if s.draining.Load() {
-		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "draining"}
+		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "draining", probe: true}
 	}
 	if why := s.saturated(); why != "" {
-		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "saturated: " + why}
+		return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "saturated: " + why, probe: true}
 	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "not ready: " + forecast.ErrorMessage(err)}
+			return &httpError{status: http.StatusServiceUnavailable, code: forecast.EUNAVAILABLE, message: "not ready: " + forecast.ErrorMessage(err), probe: true}
 		}
 	}
 	body := statusBody{Status: "ready"}
