@@ -9,10 +9,8 @@ package wiring
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -27,15 +25,12 @@ import (
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/fallback"
 	"github.com/carbongate/carbongate/gateway/guard"
-	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/models"
-	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/baseline"
 	"github.com/carbongate/carbongate/models/history"
-	"github.com/carbongate/carbongate/models/workflow"
 )
 
 // Step timeouts by default.
@@ -116,65 +111,6 @@ type Config struct {
 
 	Registerer prometheus.Registerer // nil: no metrics registered
 	Logger     *slog.Logger          // nil: discard
-}
-
-// VendorForecaster is a vendor's forecast; *vendorfc.Forecaster
-// implements it.
-type VendorForecaster interface {
-	forecast.Forecaster
-	Vendor() string // the vendor's name, which names its step
-	// Signals lists the signals the vendor forecasts.
-	Signals() []forecast.Signal
-	// Serves reports whether the vendor forecasts zone's signal.
-	Serves(zone forecast.Zone, signal forecast.Signal) bool
-}
-
-// VendorPosition is where the vendor step goes in the chain.
-type VendorPosition string
-
-// The positions of the vendor step: before every other step; after the
-// last zone-model step (before the generic models); after the last
-// generic-model step (before the baseline); after climatology.
-const (
-	VendorFirst        VendorPosition = "first"
-	VendorAfterZone    VendorPosition = "after-zone"
-	VendorAfterGeneric VendorPosition = "after-generic"
-	VendorLast         VendorPosition = "last"
-)
-
-// VendorPositions lists the positions, first to last.
-var VendorPositions = []VendorPosition{VendorFirst, VendorAfterZone, VendorAfterGeneric, VendorLast}
-
-// ParseVendorPosition parses a position; "" yields VendorAfterGeneric.
-func ParseVendorPosition(s string) (VendorPosition, error) {
-	if s == "" {
-		return VendorAfterGeneric, nil
-	}
-	if p := VendorPosition(s); slices.Contains(VendorPositions, p) {
-		return p, nil
-	}
-	return "", forecast.FieldErrorf(forecast.EINVALID, "vendor_position", "vendor position %q is not one of first, after-zone, after-generic, last", s)
-}
-
-// insertVendor puts the vendor step into steps at pos.
-func insertVendor(steps []fallback.Step, v fallback.Step, pos VendorPosition) []fallback.Step {
-	at := 0
-	switch pos {
-	case VendorFirst:
-	case VendorAfterZone, VendorAfterGeneric:
-		src := forecast.SourceZone
-		if pos == VendorAfterGeneric {
-			src = forecast.SourceGeneric
-		}
-		for i, s := range steps {
-			if s.Source == src {
-				at = i + 1
-			}
-		}
-	default:
-		at = len(steps)
-	}
-	return slices.Insert(steps, at, v)
 }
 
 // ModelSet is a set of in-process models that can change at any time;
@@ -364,67 +300,6 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// route reads cfg.Routes once and builds the router.
-func (g *Gateway) route(ctx context.Context, cfg Config, hist forecast.History, log *slog.Logger) error {
-	dial := cfg.Dial
-	if dial == nil {
-		dial = remote.Dial
-	}
-	metrics, err := remote.NewMetrics(cfg.Registerer)
-	if err != nil {
-		return err
-	}
-	g.Router, err = router.New(router.Config{
-		Source: cfg.Routes, Dial: dial, History: hist, Signal: cfg.RemoteSignal,
-		Timeout: cfg.UpstreamTimeout, Breaker: cfg.Breaker, Metrics: metrics,
-		Refresh: cfg.RouteRefresh, Logger: log,
-	})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, routeTimeout)
-	defer cancel()
-	if err := g.Router.Refresh(ctx); err != nil {
-		g.closeRouter()
-		return fmt.Errorf("wiring: routes: %w", err)
-	}
-	eps := g.Router.Endpoints()
-	labels := make([]string, len(eps))
-	for i, e := range eps {
-		labels[i] = remote.Label(e)
-	}
-	log.Info("remote models routed", "endpoints", len(eps), "routes", labels)
-	return nil
-}
-
-// remoteSteps are the chain's first steps with routes: the zone's remote
-// model, then the remote generic model. Both need the zone's history.
-func (g *Gateway) remoteSteps(cfg Config) []fallback.Step {
-	withData := func(pick func(forecast.Zone, forecast.Signal) forecast.Forecaster) func(forecast.Zone, forecast.Signal) forecast.Forecaster {
-		return func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-			if _, ok := g.tables[z]; !ok {
-				return nil
-			}
-			return pick(z, s)
-		}
-	}
-	return []fallback.Step{
-		{Source: forecast.SourceZone, Name: StepRemoteZone, Timeout: cfg.UpstreamTimeout, For: withData(g.Router.Zone)},
-		{Source: forecast.SourceGeneric, Name: StepRemoteGeneric, Timeout: cfg.UpstreamTimeout,
-			For: withData(func(_ forecast.Zone, s forecast.Signal) forecast.Forecaster { return g.Router.Generic(s) })},
-	}
-}
-
-// Names of the remote steps in provenance reasons ("remote zone: timed
-// out after 800ms"). The in-process steps are named by their source.
-const (
-	StepRemoteZone    = "remote zone"
-	StepRemoteGeneric = "remote generic"
-	// StepVendor starts the name of the vendor step: "vendor
-	// electricitymaps".
-	StepVendor = "vendor"
-)
-
 // degraded reports whether a cached forecast should be recomputed before
 // the hour turns: an earlier step failed (Chain.Degraded) or, with remote
 // routes, a zone with data is not served by a zone model, since routes may
@@ -442,12 +317,6 @@ func (g *Gateway) degraded(fc forecast.Forecast) bool {
 	}
 	_, ok := g.tables[fc.Zone]
 	return ok
-}
-
-func (g *Gateway) closeRouter() {
-	if g.Router != nil {
-		g.Router.Close()
-	}
 }
 
 // Start starts the cache's refresh loop and, with routes, the route
@@ -510,99 +379,6 @@ func (g *Gateway) DataZones() []forecast.Zone { return slices.Sorted(maps.Keys(g
 
 // Models returns how many zone and generic models were loaded.
 func (g *Gateway) Models() (zone, generic int) { return len(g.zone), len(g.generic) }
-
-func (g *Gateway) known(z forecast.Zone) bool {
-	if _, ok := g.tables[z]; ok {
-		return true
-	}
-	_, ok := g.regions.Climatology(z)
-	return ok
-}
-
-// catalog lists every known zone: those with data and those with a
-// climatology.
-func (g *Gateway) catalog() []gateway.ZoneInfo {
-	locs := make(map[forecast.Zone][]gateway.Location)
-	for _, r := range g.regions.All() {
-		if r.Zone != "" {
-			locs[r.Zone] = append(locs[r.Zone], gateway.Location{Provider: r.Provider, Region: r.Region})
-		}
-	}
-	zones := make(map[forecast.Zone]bool)
-	for z := range g.tables {
-		zones[z] = true
-	}
-	for z := range locs {
-		if _, ok := g.regions.Climatology(z); ok {
-			zones[z] = true
-		}
-	}
-	out := make([]gateway.ZoneInfo, 0, len(zones))
-	for _, z := range slices.Sorted(maps.Keys(zones)) {
-		_, hasData := g.tables[z]
-		clim, _ := g.regions.Climatology(z)
-		zi := gateway.ZoneInfo{Zone: z, History: hasData, Climatology: clim, Locations: locs[z],
-			Forecasters: make(map[forecast.Signal]forecast.Source, len(forecast.Signals))}
-		for _, sig := range g.Signals() {
-			if src, ok := g.Chain.FirstSource(z, sig); ok {
-				zi.Forecasters[sig] = src
-			}
-		}
-		out = append(out, zi)
-	}
-	return out
-}
-
-// load reads DIR/<signal>/<ZONE>/ and DIR/<signal>/generic/.
-func (g *Gateway) load(dir string, hist forecast.History, log *slog.Logger) {
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		log.Warn("models directory not found; serving with the baseline and climatology only", "models", dir)
-		return
-	}
-	entries, err := workflow.Entries(dir, "")
-	if err != nil {
-		log.Warn("cannot read models", "dir", dir, "error", err)
-	}
-	for _, e := range entries {
-		m, err := artifact.Load(e.Dir)
-		if err != nil {
-			log.Warn("model not loaded; its zone falls back", "dir", e.Dir, "error", err)
-			continue
-		}
-		meta := m.Meta()
-		if meta.Signal != e.Signal {
-			log.Warn("model not loaded: it forecasts another signal", "dir", e.Dir, "signal", meta.Signal)
-			continue
-		}
-		version, _ := artifact.Version(e.Dir) // Load read the MLmodel just now
-		if e.Name == workflow.GenericDir {
-			if meta.Zone != "" {
-				log.Warn("model not loaded: the generic directory holds a zone model", "dir", e.Dir, "zone", meta.Zone)
-				continue
-			}
-			g.generic[e.Signal] = models.NewForecaster(m, hist, version, forecast.SourceGeneric)
-			continue
-		}
-		z, err := forecast.ParseZone(e.Name)
-		if err != nil || meta.Zone != z {
-			log.Warn("model not loaded: its zone does not match its directory", "dir", e.Dir, "zone", meta.Zone)
-			continue
-		}
-		g.zone[modelKey{z, e.Signal}] = models.NewForecaster(m, hist, version, forecast.SourceZone)
-	}
-	log.Info("models loaded", "zone_models", len(g.zone), "generic_models", len(g.generic))
-}
-
-// locator adapts the region table to gateway.Locator.
-type locator struct{ t *regions.Table }
-
-func (l locator) Locate(provider, region string) (forecast.Zone, error) {
-	r, err := l.t.Lookup(provider, region)
-	if err != nil {
-		return "", err
-	}
-	return r.Zone, nil
-}
 
 // NewBundled is New with the bundled data, the default cloud region table
 // and a replay clock at 2021-06-01T00:00:00Z (the carbongate default; the
