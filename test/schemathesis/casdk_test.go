@@ -3,6 +3,7 @@
 package schemathesis
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,7 @@ func TestCarbonAwareSDKConformance(t *testing.T) {
 	}
 	all := func(string) bool { return true }
 	sdkOps := countOperations(t, swaggerDoc, all)
-	ownOps := countOperations(t, fetch(t, base+"/openapi.json"), func(path string) bool { return strings.HasPrefix(path, "/casdk/") })
+	ownOps := countOperations(t, services.Call(t, http.MethodGet, base+"/openapi.json", nil), func(path string) bool { return strings.HasPrefix(path, "/casdk/") })
 	sdk := []string{"run", swagger, "--url", base + "/casdk"}
 	for _, r := range []struct {
 		name string

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +50,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	// The Carbon Aware SDK's routes have their own run (casdk_test.go).
 	// Schemathesis leaves out the operation that serves the document it
 	// loaded (GET /openapi.json) unless a filter names it.
-	ops := countOperations(t, fetch(t, base+"/openapi.json"), func(path string) bool {
+	ops := countOperations(t, services.Call(t, http.MethodGet, base+"/openapi.json", nil), func(path string) bool {
 		return !strings.HasPrefix(path, "/casdk/") && path != "/openapi.json"
 	})
 	run(t, venv, t.TempDir(), maxExamples, ops, "run", base+"/openapi.json", "--exclude-path-regex", "^/casdk/")
@@ -141,27 +140,6 @@ func checkCoverage(t *testing.T, report string, ops int) {
 			passed, generated, tested, minCasesPerOperation)
 	}
 	t.Logf("schemathesis: %d operations, %d cases passed", tested, passed)
-}
-
-// fetch GETs url within ten seconds.
-func fetch(t *testing.T, url string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
-	}
-	return b
 }
 
 // countOperations counts the operations (path × method) of an OpenAPI or
