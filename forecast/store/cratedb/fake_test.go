@@ -135,6 +135,19 @@ func transcript(stmts []stmt) string {
 }
 
 func formatArg(a any) string {
+	if v := reflect.ValueOf(a); v.Kind() == reflect.Slice || v.Kind() == reflect.Pointer {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return "NULL"
+			}
+			return formatArg(v.Elem().Interface())
+		}
+		elems := make([]string, v.Len())
+		for i := range elems {
+			elems[i] = formatArg(v.Index(i).Interface())
+		}
+		return "[" + strings.Join(elems, " ") + "]"
+	}
 	switch v := a.(type) {
 	case nil:
 		return "NULL"

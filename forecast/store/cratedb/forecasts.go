@@ -14,9 +14,11 @@ import (
 )
 
 var (
-	forecastCols   = []string{"zone", "signal", "model_name", "model_version", "issued_at", "target_time", "value", "lower", "upper"}
-	forecastKey    = forecastCols[:6]
-	checkpointCols = []string{"job", "zone", "issued_at"}
+	forecastCols = []column{{"zone", "text[]"}, {"signal", "text[]"}, {"model_name", "text[]"}, {"model_version", "text[]"},
+		{"issued_at", "timestamp with time zone[]"}, {"target_time", "timestamp with time zone[]"},
+		{"value", "double precision[]"}, {"lower", "double precision[]"}, {"upper", "double precision[]"}}
+	forecastKey    = names(forecastCols[:6])
+	checkpointCols = []column{{"job", "text[]"}, {"zone", "text[]"}, {"issued_at", "timestamp with time zone[]"}}
 )
 
 // WriteForecasts implements store.Forecasts: the rows in upsert statements
@@ -45,16 +47,7 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 	rows = uniqueRows(rows)
 	upsert := upsertClause(forecastKey, []string{"value", "lower", "upper"})
 	for batch := range slices.Chunk(rows, s.maxBatch) {
-		args := make([]any, 0, len(batch)*len(forecastCols))
-		for _, r := range batch {
-			var lower, upper any
-			if r.HasInterval() {
-				lower, upper = r.Lower, r.Upper
-			}
-			args = append(args, string(r.Zone), string(r.Signal), r.ModelName, r.ModelVersion,
-				r.IssuedAt.UTC(), r.TargetTime.UTC(), r.Value, lower, upper)
-		}
-		if _, err := s.db.Exec(ctx, insertSQL("forecasts", forecastCols, len(batch), upsert), args...); err != nil {
+		if _, err := s.db.Exec(ctx, insertSQL("forecasts", forecastCols, upsert), forecastArgs(batch)...); err != nil {
 			return classify(ctx, "write forecasts", err)
 		}
 	}
@@ -68,11 +61,11 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 	}
 	ignore := `ON CONFLICT ("job", "zone", "issued_at") DO NOTHING`
 	for batch := range slices.Chunk(uniqueUnits(units), s.maxBatch) {
-		args := make([]any, 0, len(batch)*len(checkpointCols))
-		for _, u := range batch {
-			args = append(args, job, string(u.Zone), u.IssuedAt.UTC())
+		jobs, zones, issued := make([]string, len(batch)), make([]string, len(batch)), make([]time.Time, len(batch))
+		for i, u := range batch {
+			jobs[i], zones[i], issued[i] = job, string(u.Zone), u.IssuedAt
 		}
-		if _, err := s.db.Exec(ctx, insertSQL("backfill_checkpoints", checkpointCols, len(batch), ignore), args...); err != nil {
+		if _, err := s.db.Exec(ctx, insertSQL("backfill_checkpoints", checkpointCols, ignore), jobs, zones, issued); err != nil {
 			return classify(ctx, "write checkpoints", err)
 		}
 	}
@@ -80,6 +73,25 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 		return classify(ctx, "write checkpoints", err)
 	}
 	return nil
+}
+
+// forecastArgs returns the arrays of forecastCols for rows: lower and
+// upper hold NULL for rows without an interval.
+func forecastArgs(rows []store.ForecastRow) []any {
+	n := len(rows)
+	zone, signal, name, version := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	issued, target := make([]time.Time, n), make([]time.Time, n)
+	value, bounds := make([]float64, n), make([]float64, 2*n)
+	lower, upper := make([]*float64, n), make([]*float64, n)
+	for i, r := range rows {
+		zone[i], signal[i], name[i], version[i] = string(r.Zone), string(r.Signal), r.ModelName, r.ModelVersion
+		issued[i], target[i], value[i] = r.IssuedAt.UTC(), r.TargetTime.UTC(), r.Value
+		if r.HasInterval() {
+			bounds[2*i], bounds[2*i+1] = r.Lower, r.Upper
+			lower[i], upper[i] = &bounds[2*i], &bounds[2*i+1]
+		}
+	}
+	return []any{zone, signal, name, version, issued, target, value, lower, upper}
 }
 
 func compareKeys(a, b *store.ForecastRow) int {
@@ -211,7 +223,7 @@ func forecastQuery(q store.ForecastQuery) (string, []any) {
 	}
 	cols := make([]string, len(forecastCols))
 	for i, c := range forecastCols {
-		cols[i] = quote(c)
+		cols[i] = quote(c.name)
 	}
 	sql := "SELECT " + strings.Join(cols, ", ") + ` FROM "forecasts"`
 	if len(where) > 0 {

@@ -9,7 +9,8 @@ import (
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
-var observedCols = []string{"zone", "signal", "time", "value", "estimated"}
+var observedCols = []column{{"zone", "text[]"}, {"signal", "text[]"}, {"time", "timestamp with time zone[]"},
+	{"value", "double precision[]"}, {"estimated", "boolean[]"}}
 
 // UpsertObserved implements store.Observed: upsert statements of at most
 // MaxBatch observations, then REFRESH TABLE observed_signals. Bad
@@ -27,13 +28,15 @@ func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal f
 	}
 	ctx, cancel := withTimeout(ctx, WriteTimeout)
 	defer cancel()
-	upsert := upsertClause(observedCols[:3], []string{"value", "estimated"}, `"updated_at" = CURRENT_TIMESTAMP`)
+	upsert := upsertClause(names(observedCols[:3]), []string{"value", "estimated"}, `"updated_at" = CURRENT_TIMESTAMP`)
 	for batch := range slices.Chunk(obs, s.maxBatch) {
-		args := make([]any, 0, len(batch)*len(observedCols))
-		for _, o := range batch {
-			args = append(args, string(zone), string(signal), o.Time.UTC(), o.Value, o.Estimated)
+		n := len(batch)
+		zones, signals, times := make([]string, n), make([]string, n), make([]time.Time, n)
+		values, estimated := make([]float64, n), make([]bool, n)
+		for i, o := range batch {
+			zones[i], signals[i], times[i], values[i], estimated[i] = string(zone), string(signal), o.Time.UTC(), o.Value, o.Estimated
 		}
-		if _, err := s.db.Exec(ctx, insertSQL("observed_signals", observedCols, len(batch), upsert), args...); err != nil {
+		if _, err := s.db.Exec(ctx, insertSQL("observed_signals", observedCols, upsert), zones, signals, times, values, estimated); err != nil {
 			return classify(ctx, "upsert observed", err)
 		}
 	}
