@@ -430,6 +430,14 @@ func (c *CrateDB) Schema(tb testing.TB) string {
 	return c.URL(name)
 }
 
+// StoreURI is Schema as the crate:// URI carbongate's --store and
+// --registry take (crate:// selects the CrateDB backends, which speak the
+// PostgreSQL protocol).
+func (c *CrateDB) StoreURI(tb testing.TB) string {
+	tb.Helper()
+	return "crate://" + strings.TrimPrefix(c.Schema(tb), "postgres://")
+}
+
 // dropSchema drops every view and table of schema.
 func (c *CrateDB) dropSchema(schema string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
