@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	storeconnect "github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/models/workflow"
 	"github.com/carbongate/carbongate/test/services"
 )
@@ -25,22 +28,43 @@ import (
 // zones are the 12 zones of the bundled data.
 var zones = []string{"DE", "ES", "NL", "PL", "SE", "US-CAL-CISO", "US-FLA-FPL", "US-MIDA-PJM", "US-NE-ISNE", "US-NW-BPAT", "US-NY-NYIS", "US-TEX-ERCO"}
 
-// trainDirect trains the direct-signal models of every bundled zone on data
-// before 2021-01-01 into a temp dir.
+// trained is the models dir trainDirect fills once per test binary;
+// TestMain removes it.
+var trained struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// trainDirect returns the direct-signal models of every bundled zone,
+// trained on data before 2021-01-01, once per test binary.
 func trainDirect(tb testing.TB) string {
 	tb.Helper()
-	tables, err := bundled.Load()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dir := tb.TempDir()
-	_, err = workflow.Train(context.Background(), tables, dir, workflow.TrainConfig{
-		Until: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC), Signals: []forecast.Signal{forecast.SignalDirect},
+	trained.once.Do(func() {
+		tables, err := bundled.Load()
+		if err != nil {
+			trained.err = err
+			return
+		}
+		if trained.dir, trained.err = os.MkdirTemp("", "carbongate-backfill-models-"); trained.err != nil {
+			return
+		}
+		_, trained.err = workflow.Train(context.Background(), tables, trained.dir, workflow.TrainConfig{
+			Until: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC), Signals: []forecast.Signal{forecast.SignalDirect},
+		})
 	})
-	if err != nil {
-		tb.Fatalf("train: %v", err)
+	if trained.err != nil {
+		tb.Fatalf("train: %v", trained.err)
 	}
-	return dir
+	return trained.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if trained.dir != "" {
+		os.RemoveAll(trained.dir)
+	}
+	os.Exit(code)
 }
 
 // run is one carbonctl process.
@@ -95,53 +119,25 @@ func (r *run) exited() bool {
 	}
 }
 
-// counts reads, in one snapshot, the forecast rows, their distinct keys
-// and the checkpointed units.
-type counts struct{ rows, distinct, units int }
+// counts reads, in one snapshot on PostgreSQL, the forecast rows, their
+// distinct keys, the checkpointed units and the rows of those units.
+type counts struct{ rows, distinct, units, recorded int }
 
 func count(tb testing.TB, url string) counts {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	c := connect(ctx, tb, url)
 	defer c.Close(context.Background())
 	var n counts
-	err = c.QueryRow(ctx, `SELECT (SELECT count(*) FROM forecasts),
+	err := c.QueryRow(ctx, `SELECT (SELECT count(*) FROM forecasts),
 		(SELECT count(*) FROM (SELECT DISTINCT zone, signal, model_name, model_version, issued_at, target_time FROM forecasts) d),
-		(SELECT count(*) FROM backfill_checkpoints)`).Scan(&n.rows, &n.distinct, &n.units)
+		(SELECT count(*) FROM backfill_checkpoints),
+		(SELECT count(*) FROM forecasts f JOIN backfill_checkpoints c ON f.zone = c.zone AND f.issued_at = c.issued_at)`).Scan(&n.rows, &n.distinct, &n.units, &n.recorded)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return n
-}
-
-// waitSessionsGone waits until no other session is connected to url's
-// database. A client killed right after sending COMMIT leaves its server
-// session to finish that commit; counting before it has ended can miss
-// the last batch.
-func waitSessionsGone(tb testing.TB, url string) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	for {
-		var n int
-		err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
-		if err != nil {
-			tb.Fatalf("sessions of the killed run still open after 30s (%d): %v", n, err)
-		}
-		if n == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // countMaybe is count without failing: ok false while the tables are
@@ -149,7 +145,11 @@ func waitSessionsGone(tb testing.TB, url string) {
 func countMaybe(url string) (counts, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, url)
+	_, addr, err := storeconnect.Parse(url)
+	if err != nil {
+		return counts{}, false
+	}
+	c, err := pgx.Connect(ctx, addr)
 	if err != nil {
 		return counts{}, false
 	}
@@ -176,32 +176,22 @@ func waitUnits(tb testing.TB, r *run, url string, min int) counts {
 	return counts{}
 }
 
-// consistent checks that no partial batch is visible and nothing is
-// duplicated.
-func consistent(tb testing.TB, n counts, horizon int) {
-	tb.Helper()
-	if n.rows != n.units*horizon {
-		tb.Errorf("%d rows for %d checkpointed units: want exactly %d (a partial batch is visible)", n.rows, n.units, n.units*horizon)
-	}
-	if n.distinct != n.rows {
-		tb.Errorf("%d rows but %d distinct keys", n.rows, n.distinct)
-	}
-}
-
 func days(from, to string) int {
 	a, _ := time.Parse(time.DateOnly, from)
 	b, _ := time.Parse(time.DateOnly, to)
 	return int(b.Sub(a)/(24*time.Hour)) + 1
 }
 
-func TestKillAndResume(t *testing.T) {
-	pg := services.StartPostgres(t)
-	url := pg.Database(t)
+func TestKillAndResume(t *testing.T) { eachBackend(t, killAndResume) }
+
+func killAndResume(t *testing.T, be backend) {
+	url := be.store(t)
 	bin := services.GoBuild(t, "carbonctl")
 	models := trainDirect(t)
-	from, to := "2020-06-01", "2021-03-31"
+	from := "2020-06-01"
+	to, writeUnits := be.sized(from, "2021-03-31", 16)
 	args := []string{"--zones", strings.Join(zones, ","), "--from", from, "--to", to, "--every", "24h", "--horizon", "96h",
-		"--models", models, "--data", "bundled", "--signal", "direct", "--store", url, "--write-units", "16", "--workers", "1", "--batch", "16"}
+		"--models", models, "--data", "bundled", "--signal", "direct", "--store", url, "--write-units", writeUnits, "--workers", "1", "--batch", "16"}
 	units := len(zones) * days(from, to)
 
 	r := start(t, bin, args...)
@@ -210,13 +200,13 @@ func TestKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wait(t, time.Minute)
-	waitSessionsGone(t, url)
+	be.waitIdle(t, url)
 	killed := count(t, url)
-	t.Logf("killed after %d of %d units", killed.units, units)
+	t.Logf("killed after %d of %d units; %d rows of unrecorded units visible", killed.units, units, killed.rows-killed.recorded)
 	if killed.units >= units {
 		t.Fatalf("the run finished before the kill; nothing to resume")
 	}
-	consistent(t, killed, 96)
+	be.consistent(t, killed, 96)
 
 	again := start(t, bin, args...)
 	if code := again.wait(t, 5*time.Minute); code != 0 {
@@ -229,7 +219,7 @@ func TestKillAndResume(t *testing.T) {
 	if final.units != units || final.rows != units*96 {
 		t.Errorf("after the rerun: %d units, %d rows; want %d and %d", final.units, final.rows, units, units*96)
 	}
-	consistent(t, final, 96)
+	be.consistent(t, final, 96)
 
 	// A third run finds everything done and writes nothing.
 	third := start(t, bin, args...)
@@ -257,8 +247,8 @@ func startServe(t *testing.T, bin, models string, port int) *services.Proc {
 }
 
 func TestOIPServerDiesMidBackfill(t *testing.T) {
-	pg := services.StartPostgres(t)
-	url := pg.Database(t)
+	be := backends[0] // PostgreSQL: the OIP server is what fails here
+	url := be.store(t)
 	bin := services.GoBuild(t, "carbonctl", "carbonserve")
 	models := trainDirect(t)
 	port := services.FreePort(t)
@@ -283,7 +273,7 @@ func TestOIPServerDiesMidBackfill(t *testing.T) {
 		t.Errorf("no retry logged or error not EUNAVAILABLE:\n%s", out)
 	}
 	stopped := count(t, url)
-	consistent(t, stopped, 96)
+	be.consistent(t, stopped, 96)
 	if stopped.units >= units {
 		t.Fatalf("everything was written before the server died")
 	}
@@ -297,14 +287,11 @@ func TestOIPServerDiesMidBackfill(t *testing.T) {
 	if final.units != units || final.rows != units*96 {
 		t.Errorf("after the rerun: %d units, %d rows; want %d and %d", final.units, final.rows, units, units*96)
 	}
-	consistent(t, final, 96)
+	be.consistent(t, final, 96)
 	// The rows carry the version carbonserve reports, not "unversioned".
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := connect(ctx, t, url)
 	defer c.Close(context.Background())
 	var versions int
 	var version string
@@ -316,14 +303,16 @@ func TestOIPServerDiesMidBackfill(t *testing.T) {
 	}
 }
 
-func TestDatabaseRestartMidWrite(t *testing.T) {
-	pg := services.StartPrivatePostgres(t)
-	url := pg.Database(t)
+func TestDatabaseRestartMidWrite(t *testing.T) { eachBackend(t, restartMidWrite) }
+
+func restartMidWrite(t *testing.T, be backend) {
+	url, restart := be.private(t)
 	bin := services.GoBuild(t, "carbonctl")
 	models := trainDirect(t)
-	from, to := "2020-03-01", "2021-03-31"
+	from := "2020-03-01"
+	to, writeUnits := be.sized(from, "2021-03-31", 64)
 	args := []string{"--zones", strings.Join(zones, ","), "--from", from, "--to", to,
-		"--models", models, "--data", "bundled", "--signal", "direct", "--store", url, "--write-units", "64"}
+		"--models", models, "--data", "bundled", "--signal", "direct", "--store", url, "--write-units", writeUnits}
 	units := len(zones) * days(from, to)
 
 	r := start(t, bin, args...)
@@ -333,11 +322,11 @@ func TestDatabaseRestartMidWrite(t *testing.T) {
 	if before := count(t, url); r.exited() || before.units >= units {
 		t.Fatalf("the backfill ended (%v) or wrote all %d units before the restart: nothing to test", r.exited(), before.units)
 	}
-	pg.Restart(t)
+	restart(t)
 	// Right after the restart, and while the backfill retries and goes on:
 	// never a partial batch.
 	for range 10 {
-		consistent(t, count(t, url), 96)
+		be.consistent(t, count(t, url), 96)
 		if r.exited() {
 			break
 		}
@@ -356,5 +345,5 @@ func TestDatabaseRestartMidWrite(t *testing.T) {
 	if final.units != units || final.rows != units*96 {
 		t.Errorf("final: %d units, %d rows; want %d and %d", final.units, final.rows, units, units*96)
 	}
-	consistent(t, final, 96)
+	be.consistent(t, final, 96)
 }
