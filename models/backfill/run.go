@@ -30,8 +30,8 @@ type Config struct {
 	// Batch is B, the units per model call, 1..MaxBatch (default MaxBatch).
 	Batch int
 	// WriteUnits is the number of units per WriteForecasts call (default
-	// 512, about 49k rows of 96 hours); FlushEvery bounds how long
-	// finished units wait to be written (default 2 s).
+	// 512, about 49k rows of 96 hours); finished units are written at
+	// the latest FlushEvery after the last write (default 2 s).
 	WriteUnits int
 	FlushEvery time.Duration
 	// Retry configures the model calls (Next is set per zone). Writes
@@ -313,12 +313,13 @@ func (cfg *Config) call(ctx context.Context, b batch, log *slog.Logger) (written
 }
 
 // writeAll gathers results into writes of WriteUnits units (or what is
-// there after FlushEvery) until results is closed. A write that fails
-// after its retries stops the workers; what is still gathered then is not
-// written (its units stay pending for a rerun).
+// there FlushEvery after the last write) until results is closed. A write
+// that fails after its retries stops the workers; what is still gathered
+// then is not written (its units stay pending for a rerun).
 func (cfg *Config) writeAll(ctx context.Context, results <-chan written, res *Result, stop func()) error {
 	limit := cmp.Or(cfg.WriteUnits, 512)
-	tick := time.NewTicker(cmp.Or(cfg.FlushEvery, 2*time.Second))
+	every := cmp.Or(cfg.FlushEvery, 2*time.Second)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var units []store.Unit
 	var rows []store.ForecastRow
@@ -337,6 +338,10 @@ func (cfg *Config) writeAll(ctx context.Context, results <-chan written, res *Re
 			cfg.OnWrite(len(units), len(rows))
 		}
 		units, rows = units[:0], rows[:0]
+		// A tick that fell during a write longer than every would flush
+		// the few units gathered meanwhile at once: on a store whose
+		// writes cost a fixed REFRESH or commit, many small writes.
+		tick.Reset(every)
 	}
 	for {
 		select {
