@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
+
+	"github.com/carbongate/carbongate/gateway/kserve"
 )
 
 func runCtl(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -34,7 +34,7 @@ func TestDeployRender(t *testing.T) {
 	if got, want := len(docs), 4; got != want {
 		t.Fatalf("documents=%d, want %d:\n%s", got, want, out)
 	}
-	var rt v1alpha1.ServingRuntime
+	var rt kserve.ServingRuntime
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), &rt); err != nil {
 		t.Fatalf("ServingRuntime: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestDeployRender(t *testing.T) {
 		{"carbon-forecaster-se", "SE", "s3://bucket/prefix/direct/SE"},
 		{"carbon-forecaster-generic", "generic", "s3://bucket/prefix/direct/generic"},
 	} {
-		var is v1beta1.InferenceService
+		var is kserve.InferenceService
 		if err := yaml.UnmarshalStrict([]byte(docs[i+1]), &is); err != nil {
 			t.Fatalf("InferenceService %d: %v", i, err)
 		}

@@ -15,11 +15,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/carbongate/carbongate/gateway/kserve"
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
@@ -36,10 +33,10 @@ type fakeAPIServer struct {
 	auth      []string
 }
 
-func newFakeAPIServer(t *testing.T, ns string, items ...v1beta1.InferenceService) *fakeAPIServer {
+func newFakeAPIServer(t *testing.T, ns string, items ...kserve.InferenceService) *fakeAPIServer {
 	t.Helper()
 	f := &fakeAPIServer{}
-	list := v1beta1.InferenceServiceList{
+	list := kserve.InferenceServiceList{
 		TypeMeta: metav1.TypeMeta{APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceServiceList"},
 		Items:    items,
 	}
@@ -104,19 +101,15 @@ users:
 
 // readyISVC is an InferenceService as KServe's controller reports a ready
 // one, its predictor at url.
-func readyISVC(t *testing.T, ns, name, zone, url string) v1beta1.InferenceService {
+func readyISVC(t *testing.T, ns, name, zone, url string) kserve.InferenceService {
 	t.Helper()
-	u, err := apis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := v1beta1.InferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+	o := kserve.InferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		Labels: map[string]string{kserve.LabelZone: zone, kserve.LabelSignal: "lifecycle"}}}
-	o.Status.Conditions = duckv1.Conditions{
-		{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-		{Type: v1beta1.PredictorReady, Status: corev1.ConditionTrue},
+	o.Status.Conditions = []kserve.Condition{
+		{Type: "Ready", Status: corev1.ConditionTrue},
+		{Type: "PredictorReady", Status: corev1.ConditionTrue},
 	}
-	o.Status.Components = map[v1beta1.ComponentType]v1beta1.ComponentStatusSpec{v1beta1.PredictorComponent: {URL: u}}
+	o.Status.Components = map[string]kserve.ComponentStatus{"predictor": {URL: url}}
 	return o
 }
 

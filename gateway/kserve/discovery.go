@@ -9,13 +9,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -49,11 +46,12 @@ type Discovery struct {
 
 var _ route.Source = (*Discovery)(nil)
 
-// NewScheme returns a runtime scheme with KServe's v1beta1 types registered,
-// as a client for Discovery needs.
+// NewScheme returns a runtime scheme with the InferenceService types
+// registered under serving.kserve.io/v1beta1, as a client for Discovery
+// needs.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	if err := v1beta1.AddToScheme(s); err != nil {
+	if err := AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("kserve: register v1beta1: %w", err)
 	}
 	return s, nil
@@ -61,7 +59,7 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // NewDiscovery returns a Discovery reading InferenceServices from namespace
 // through c ("" means every namespace, which needs cluster-wide list rights).
-// c's scheme must know KServe's v1beta1 types (see NewScheme). Invalid
+// c's scheme must know the InferenceService types (see NewScheme). Invalid
 // options are replaced by their defaults; use DiscoveryOptions.Validate to
 // reject them instead.
 func NewDiscovery(c client.Client, namespace string, opts DiscoveryOptions) *Discovery {
@@ -169,7 +167,7 @@ func (d *Discovery) Endpoints(ctx context.Context) ([]route.Endpoint, error) {
 	if d.opts.Signal != "" {
 		sel[LabelSignal] = string(d.opts.Signal)
 	}
-	var list v1beta1.InferenceServiceList
+	var list InferenceServiceList
 	opts := []client.ListOption{client.HasLabels{LabelZone}, sel}
 	if d.namespace != "" {
 		opts = append(opts, client.InNamespace(d.namespace))
@@ -202,7 +200,7 @@ func (d *Discovery) Endpoints(ctx context.Context) ([]route.Endpoint, error) {
 }
 
 // endpoint converts one InferenceService, or says why it cannot.
-func (d *Discovery) endpoint(isvc *v1beta1.InferenceService) (route.Endpoint, string) {
+func (d *Discovery) endpoint(isvc *InferenceService) (route.Endpoint, string) {
 	label := isvc.Labels[LabelZone]
 	var zone forecast.Zone
 	if label != GenericZone {
@@ -213,18 +211,18 @@ func (d *Discovery) endpoint(isvc *v1beta1.InferenceService) (route.Endpoint, st
 		zone = z
 	}
 	st := &isvc.Status
-	if !st.IsReady() || !st.IsConditionReady(v1beta1.PredictorReady) {
+	if !st.IsConditionTrue(ConditionReady) || !st.IsConditionTrue(ConditionPredictorReady) {
 		return route.Endpoint{}, "not ready"
 	}
-	pred := st.Components[v1beta1.PredictorComponent]
+	pred := st.Components[PredictorComponent]
 	ep := route.Endpoint{Zone: zone, Protocol: d.opts.Protocol, Model: isvc.Name}
-	if st.URL != nil {
-		ep.Authority = st.URL.Host
+	if u := parseURL(st.URL); u != nil {
+		ep.Authority = u.Host
 	}
 	base := firstURL(pred.RestURL, pred.URL, addressURL(pred.Address))
 	if d.opts.Protocol == route.ProtocolGRPC {
-		if pred.GrpcURL != nil && pred.GrpcURL.Host != "" {
-			ep.URL = hostPort(pred.GrpcURL, 0)
+		if g := parseURL(pred.GrpcURL); g != nil && g.Host != "" {
+			ep.URL = hostPort(g, 0)
 		} else if base != nil {
 			ep.URL = hostPort(base, d.opts.GRPCPort)
 		}
@@ -237,26 +235,39 @@ func (d *Discovery) endpoint(isvc *v1beta1.InferenceService) (route.Endpoint, st
 	return ep, ""
 }
 
-func firstURL(us ...*apis.URL) *apis.URL {
-	for _, u := range us {
-		if u != nil && u.Host != "" {
+// parseURL parses a status URL as knative's apis.URL does (url.Parse); ""
+// and an unparsable URL are nil.
+func parseURL(s string) *url.URL {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+// firstURL returns the first of us that parses and has a host.
+func firstURL(us ...string) *url.URL {
+	for _, s := range us {
+		if u := parseURL(s); u != nil && u.Host != "" {
 			return u
 		}
 	}
 	return nil
 }
 
-func addressURL(a *duckv1.Addressable) *apis.URL {
+func addressURL(a *Addressable) string {
 	if a == nil {
-		return nil
+		return ""
 	}
 	return a.URL
 }
 
 // hostPort returns u's host:port. With port > 0 it replaces u's port;
 // otherwise a missing port defaults to 443 for https/grpcs and 80 else.
-func hostPort(au *apis.URL, port int32) string {
-	u := (*url.URL)(au)
+func hostPort(u *url.URL, port int32) string {
 	h := u.Hostname()
 	if port > 0 {
 		return net.JoinHostPort(h, fmt.Sprint(port))

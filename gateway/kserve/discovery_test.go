@@ -8,12 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -23,15 +20,6 @@ import (
 	"github.com/carbongate/carbongate/gateway/route"
 )
 
-func mustURL(tb testing.TB, s string) *apis.URL {
-	tb.Helper()
-	u, err := apis.ParseURL(s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return u
-}
-
 // isvc builds an InferenceService the way KServe's controller reports one:
 // labels, conditions, status.url and the predictor component's URLs.
 type isvcSpec struct {
@@ -39,29 +27,27 @@ type isvcSpec struct {
 	labels           map[string]string
 	ready, predReady corev1.ConditionStatus
 	url              string // status.url
-	pred             v1beta1.ComponentStatusSpec
+	pred             kserve.ComponentStatus
 }
 
-func isvc(tb testing.TB, s isvcSpec) *v1beta1.InferenceService {
+func isvc(tb testing.TB, s isvcSpec) *kserve.InferenceService {
 	tb.Helper()
-	o := &v1beta1.InferenceService{
+	o := &kserve.InferenceService{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name, Labels: s.labels},
 	}
 	if s.ns == "" {
 		o.Namespace = "carbon"
 	}
-	var conds duckv1.Conditions
+	var conds []kserve.Condition
 	if s.ready != "" {
-		conds = append(conds, apis.Condition{Type: apis.ConditionReady, Status: s.ready})
+		conds = append(conds, kserve.Condition{Type: "Ready", Status: s.ready})
 	}
 	if s.predReady != "" {
-		conds = append(conds, apis.Condition{Type: v1beta1.PredictorReady, Status: s.predReady})
+		conds = append(conds, kserve.Condition{Type: "PredictorReady", Status: s.predReady})
 	}
 	o.Status.Conditions = conds
-	if s.url != "" {
-		o.Status.URL = mustURL(tb, s.url)
-	}
-	o.Status.Components = map[v1beta1.ComponentType]v1beta1.ComponentStatusSpec{v1beta1.PredictorComponent: s.pred}
+	o.Status.URL = s.url
+	o.Status.Components = map[string]kserve.ComponentStatus{"predictor": s.pred}
 	return o
 }
 
@@ -86,45 +72,45 @@ func cluster(tb testing.TB) []client.Object {
 		// Ready zone model in Standard mode: predictor url only (what KServe v0.20 sets).
 		isvc(tb, isvcSpec{name: "carbon-forecaster-de", labels: zoneLabels("DE", "lifecycle"), ready: T, predReady: T,
 			url: "http://carbon-forecaster-de.carbon.example.com",
-			pred: v1beta1.ComponentStatusSpec{
-				URL:     mustURL(tb, "http://carbon-forecaster-de-predictor.carbon.svc.cluster.local"),
-				Address: &duckv1.Addressable{URL: mustURL(tb, "http://carbon-forecaster-de-predictor.carbon.svc.cluster.local:8080")},
+			pred: kserve.ComponentStatus{
+				URL:     "http://carbon-forecaster-de-predictor.carbon.svc.cluster.local",
+				Address: &kserve.Addressable{URL: "http://carbon-forecaster-de-predictor.carbon.svc.cluster.local:8080"},
 			}}),
 		// Ready, with explicit restUrl and grpcUrl taking precedence.
 		isvc(tb, isvcSpec{name: "carbon-forecaster-se", labels: zoneLabels("SE", "lifecycle"), ready: T, predReady: T,
 			url: "https://carbon-forecaster-se.carbon.example.com",
-			pred: v1beta1.ComponentStatusSpec{
-				URL:     mustURL(tb, "http://ignored.carbon.svc"),
-				RestURL: mustURL(tb, "http://se-rest.carbon.svc:8080/"),
-				GrpcURL: mustURL(tb, "grpc://se-grpc.carbon.svc:9000"),
+			pred: kserve.ComponentStatus{
+				URL:     "http://ignored.carbon.svc",
+				RestURL: "http://se-rest.carbon.svc:8080/",
+				GrpcURL: "grpc://se-grpc.carbon.svc:9000",
 			}}),
 		// Ready generic model, reachable only through its address.
 		isvc(tb, isvcSpec{name: "carbon-forecaster-generic", labels: zoneLabels("generic", "lifecycle"), ready: T, predReady: T,
-			pred: v1beta1.ComponentStatusSpec{
-				Address: &duckv1.Addressable{URL: mustURL(tb, "https://generic-predictor.carbon.svc")},
+			pred: kserve.ComponentStatus{
+				Address: &kserve.Addressable{URL: "https://generic-predictor.carbon.svc"},
 			}}),
 		// Not ready: overall Ready False.
 		isvc(tb, isvcSpec{name: "carbon-forecaster-fr", labels: zoneLabels("FR", "lifecycle"), ready: F, predReady: T,
-			pred: v1beta1.ComponentStatusSpec{URL: mustURL(tb, "http://fr-predictor.carbon.svc")}}),
+			pred: kserve.ComponentStatus{URL: "http://fr-predictor.carbon.svc"}}),
 		// Not ready: predictor not ready although Ready claims True.
 		isvc(tb, isvcSpec{name: "carbon-forecaster-pl", labels: zoneLabels("PL", "lifecycle"), ready: T, predReady: F,
-			pred: v1beta1.ComponentStatusSpec{URL: mustURL(tb, "http://pl-predictor.carbon.svc")}}),
+			pred: kserve.ComponentStatus{URL: "http://pl-predictor.carbon.svc"}}),
 		// Not ready: no conditions at all (just created).
 		isvc(tb, isvcSpec{name: "carbon-forecaster-nl", labels: zoneLabels("NL", "lifecycle")}),
 		// Ready but no URL yet.
 		isvc(tb, isvcSpec{name: "carbon-forecaster-es", labels: zoneLabels("ES", "lifecycle"), ready: T, predReady: T}),
 		// Invalid zone label.
 		isvc(tb, isvcSpec{name: "carbon-forecaster-bad", labels: zoneLabels("not_a_zone", "lifecycle"), ready: T, predReady: T,
-			pred: v1beta1.ComponentStatusSpec{URL: mustURL(tb, "http://bad.carbon.svc")}}),
+			pred: kserve.ComponentStatus{URL: "http://bad.carbon.svc"}}),
 		// Missing zone label: someone else's model.
 		isvc(tb, isvcSpec{name: "sklearn-iris", labels: map[string]string{"app": "iris"}, ready: T, predReady: T,
-			pred: v1beta1.ComponentStatusSpec{URL: mustURL(tb, "http://iris.carbon.svc")}}),
+			pred: kserve.ComponentStatus{URL: "http://iris.carbon.svc"}}),
 		// Direct-signal model for DE.
 		isvc(tb, isvcSpec{name: "direct-de", labels: zoneLabels("DE", "direct"), ready: T, predReady: T,
-			pred: v1beta1.ComponentStatusSpec{URL: mustURL(tb, "http://direct-de.carbon.svc")}}),
+			pred: kserve.ComponentStatus{URL: "http://direct-de.carbon.svc"}}),
 		// Another namespace.
 		isvc(tb, isvcSpec{ns: "other", name: "carbon-forecaster-it", labels: zoneLabels("IT", "lifecycle"), ready: T, predReady: T,
-			pred: v1beta1.ComponentStatusSpec{URL: mustURL(tb, "http://it.other.svc")}}),
+			pred: kserve.ComponentStatus{URL: "http://it.other.svc"}}),
 	}
 }
 

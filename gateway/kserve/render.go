@@ -3,9 +3,11 @@
 // discovers the ready InferenceServices through the Kubernetes API as a
 // route.Source for the gateway.
 //
-// It is the only package of carbongate that imports github.com/kserve/kserve
-// (gateway/admission and gateway/controller import the Kubernetes client
-// libraries too); carbonserve and the core packages stay free of both
+// It holds the part of KServe's API types it needs (types.go) instead of
+// importing github.com/kserve/kserve, whose API packages pull in KServe's
+// storage agent and cloud SDKs; test/helm checks these types against
+// KServe's. gateway/admission and gateway/controller import the Kubernetes
+// client libraries too; carbonserve and the core packages stay free of them
 // (TestCoreHasNoKubernetesDeps pins this).
 //
 // Labels put on every InferenceService:
@@ -27,9 +29,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
-	"github.com/kserve/kserve/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,9 +116,8 @@ func Render(cfg RenderConfig) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Objects returns what Render serialises: a *v1alpha1.ServingRuntime or
-// *v1alpha1.ClusterServingRuntime followed by *v1beta1.InferenceService
-// values.
+// Objects returns what Render serialises: a *ServingRuntime or
+// *ClusterServingRuntime followed by *InferenceService values.
 func Objects(cfg RenderConfig) ([]any, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -309,21 +307,21 @@ func (c *renderConfig) runtime() any {
 	if c.DeploymentMode != DeploymentModeKnative {
 		ports = append(ports, corev1.ContainerPort{Name: "h2c", ContainerPort: GRPCPort, Protocol: corev1.ProtocolTCP})
 	}
-	spec := v1alpha1.ServingRuntimeSpec{
-		SupportedModelFormats: []v1alpha1.SupportedModelFormat{{Name: ModelFormat, AutoSelect: ptr(true), Priority: ptr(int32(1))}},
+	spec := ServingRuntimeSpec{
+		SupportedModelFormats: []SupportedModelFormat{{Name: ModelFormat, AutoSelect: ptr(true), Priority: ptr(int32(1))}},
 		MultiModel:            ptr(false),
-		ProtocolVersions:      []constants.InferenceServiceProtocol{constants.ProtocolV2},
-		ServingRuntimePodSpec: v1alpha1.ServingRuntimePodSpec{
+		ProtocolVersions:      []string{ProtocolV2},
+		ServingRuntimePodSpec: ServingRuntimePodSpec{
 			Annotations: map[string]string{
 				"prometheus.kserve.io/port": fmt.Sprint(HTTPPort),
 				"prometheus.kserve.io/path": "/metrics",
 			},
 			Containers: []corev1.Container{{
-				Name:  constants.InferenceServiceContainerName,
+				Name:  InferenceServiceContainerName,
 				Image: c.Image,
 				Args: []string{
 					"--model_name={{.Name}}",
-					"--model_dir=" + constants.DefaultModelLocalMountPath,
+					"--model_dir=" + DefaultModelLocalMountPath,
 					fmt.Sprintf("--http_port=%d", HTTPPort),
 					fmt.Sprintf("--grpc_port=%d", GRPCPort),
 				},
@@ -339,15 +337,15 @@ func (c *renderConfig) runtime() any {
 	}
 	meta := metav1.ObjectMeta{Name: c.RuntimeName, Labels: map[string]string{"app.kubernetes.io/part-of": "carbongate"}}
 	if c.ClusterRuntime {
-		return &v1alpha1.ClusterServingRuntime{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ClusterServingRuntime"},
+		return &ClusterServingRuntime{
+			TypeMeta:   metav1.TypeMeta{APIVersion: V1alpha1.String(), Kind: "ClusterServingRuntime"},
 			ObjectMeta: meta,
 			Spec:       spec,
 		}
 	}
 	meta.Namespace = c.Namespace
-	return &v1alpha1.ServingRuntime{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ServingRuntime"},
+	return &ServingRuntime{
+		TypeMeta:   metav1.TypeMeta{APIVersion: V1alpha1.String(), Kind: "ServingRuntime"},
 		ObjectMeta: meta,
 		Spec:       spec,
 	}
@@ -355,10 +353,9 @@ func (c *renderConfig) runtime() any {
 
 // inferenceService renders one model: label is the LabelZone value, nameSuffix
 // the lower-case name part, dir the storage folder under <uri>/<signal>/.
-func (c *renderConfig) inferenceService(label, nameSuffix, dir string) *v1beta1.InferenceService {
-	proto := constants.ProtocolV2
-	return &v1beta1.InferenceService{
-		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "InferenceService"},
+func (c *renderConfig) inferenceService(label, nameSuffix, dir string) *InferenceService {
+	return &InferenceService{
+		TypeMeta: metav1.TypeMeta{APIVersion: V1beta1.String(), Kind: "InferenceService"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      c.NamePrefix + "-" + nameSuffix,
 			Namespace: c.Namespace,
@@ -367,21 +364,21 @@ func (c *renderConfig) inferenceService(label, nameSuffix, dir string) *v1beta1.
 				LabelSignal:                 string(c.Signal),
 				"app.kubernetes.io/part-of": "carbongate",
 			},
-			Annotations: map[string]string{constants.DeploymentMode: c.DeploymentMode},
+			Annotations: map[string]string{DeploymentModeAnnotation: c.DeploymentMode},
 		},
-		Spec: v1beta1.InferenceServiceSpec{
-			Predictor: v1beta1.PredictorSpec{
-				ComponentExtensionSpec: v1beta1.ComponentExtensionSpec{
+		Spec: InferenceServiceSpec{
+			Predictor: PredictorSpec{
+				ComponentExtensionSpec: ComponentExtensionSpec{
 					MinReplicas: c.MinReplicas,
 					MaxReplicas: c.MaxReplicas,
 				},
-				Model: &v1beta1.ModelSpec{
-					ModelFormat: v1beta1.ModelFormat{Name: ModelFormat},
+				Model: &ModelSpec{
+					ModelFormat: ModelFormatSpec{Name: ModelFormat},
 					Runtime:     ptr(c.RuntimeName),
-					PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{
+					PredictorExtensionSpec: PredictorExtensionSpec{
 						StorageURI:      ptr(c.StorageURI + "/" + string(c.Signal) + "/" + dir),
-						ProtocolVersion: &proto,
-						Container:       corev1.Container{Name: constants.InferenceServiceContainerName, Resources: c.resources},
+						ProtocolVersion: ptr(ProtocolV2),
+						Container:       corev1.Container{Name: InferenceServiceContainerName, Resources: c.resources},
 					},
 				},
 			},

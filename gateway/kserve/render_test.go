@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
-	"github.com/kserve/kserve/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -77,7 +74,7 @@ func TestRenderRoundTrip(t *testing.T) {
 		}
 	}
 
-	var rt v1alpha1.ServingRuntime
+	var rt kserve.ServingRuntime
 	if err := yaml.UnmarshalStrict(docs[0], &rt); err != nil {
 		t.Fatalf("strict decode ServingRuntime: %v", err)
 	}
@@ -90,7 +87,7 @@ func TestRenderRoundTrip(t *testing.T) {
 	if got := rt.Spec.SupportedModelFormats; len(got) != 1 || got[0].Name != "carbongate" {
 		t.Errorf("supportedModelFormats=%+v, want one named carbongate", got)
 	}
-	if got := rt.Spec.ProtocolVersions; len(got) != 1 || got[0] != constants.ProtocolV2 {
+	if got := rt.Spec.ProtocolVersions; len(got) != 1 || got[0] != "v2" {
 		t.Errorf("protocolVersions=%v, want [v2]", got)
 	}
 	if got, want := len(rt.Spec.Containers), 1; got != want {
@@ -123,7 +120,7 @@ func TestRenderRoundTrip(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var isvc v1beta1.InferenceService
+			var isvc kserve.InferenceService
 			if err := yaml.UnmarshalStrict(docs[i+1], &isvc); err != nil {
 				t.Fatalf("strict decode InferenceService: %v", err)
 			}
@@ -159,7 +156,7 @@ func TestRenderRoundTrip(t *testing.T) {
 			if m.Runtime == nil || *m.Runtime != kserve.DefaultRuntimeName {
 				t.Errorf("runtime=%v, want %q", m.Runtime, kserve.DefaultRuntimeName)
 			}
-			if m.ProtocolVersion == nil || *m.ProtocolVersion != constants.ProtocolV2 {
+			if m.ProtocolVersion == nil || *m.ProtocolVersion != "v2" {
 				t.Errorf("protocolVersion=%v, want v2", m.ProtocolVersion)
 			}
 			if m.StorageURI == nil || *m.StorageURI != tt.storage {
@@ -186,7 +183,7 @@ func TestRenderOptions(t *testing.T) {
 		if got, want := len(docs), 2; got != want {
 			t.Fatalf("documents=%d, want %d", got, want)
 		}
-		var rt v1alpha1.ClusterServingRuntime
+		var rt kserve.ClusterServingRuntime
 		if err := yaml.UnmarshalStrict(docs[0], &rt); err != nil {
 			t.Fatalf("strict decode ClusterServingRuntime: %v", err)
 		}
@@ -202,7 +199,7 @@ func TestRenderOptions(t *testing.T) {
 		if got := rt.Spec.Containers[0].Ports; len(got) != 1 || got[0].ContainerPort != 8080 {
 			t.Errorf("knative ports=%+v, want only 8080", got)
 		}
-		var isvc v1beta1.InferenceService
+		var isvc kserve.InferenceService
 		if err := yaml.UnmarshalStrict(docs[1], &isvc); err != nil {
 			t.Fatalf("strict decode InferenceService: %v", err)
 		}
@@ -221,7 +218,7 @@ func TestRenderOptions(t *testing.T) {
 	})
 	t.Run("pvc", func(t *testing.T) {
 		docs := render(t, kserve.RenderConfig{Zones: []forecast.Zone{"FR"}, StorageURI: "pvc://models-claim/trained"})
-		var isvc v1beta1.InferenceService
+		var isvc kserve.InferenceService
 		if err := yaml.UnmarshalStrict(docs[1], &isvc); err != nil {
 			t.Fatal(err)
 		}
