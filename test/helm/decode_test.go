@@ -142,6 +142,8 @@ func newObject(apiVersion, kind string) any {
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}
 	case "serving.kserve.io/v1alpha1/ServingRuntime":
 		return &v1alpha1.ServingRuntime{}
+	case "serving.kserve.io/v1alpha1/ClusterServingRuntime":
+		return &v1alpha1.ClusterServingRuntime{}
 	case "serving.kserve.io/v1beta1/InferenceService":
 		return &v1beta1.InferenceService{}
 	case "apiextensions.k8s.io/v1/CustomResourceDefinition":

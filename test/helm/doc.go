@@ -17,7 +17,12 @@
 // pass carbonctl backfill's own flag parsing and plan validation.
 //
 // This is the offline stand-in for kubeconform, whose JSON schemas are not
-// reachable here. The package imports github.com/kserve/kserve directly: of
-// carbongate's own packages only gateway/kserve does, a test package under
-// test/ may.
+// reachable here. The package imports github.com/kserve/kserve directly,
+// and checks gateway/kserve's local subset of KServe's types against it
+// (what Render writes decodes strictly into KServe's types; constants and
+// status fields match). It is therefore a module of its own (go.mod here):
+// kserve's API packages pull its storage agent, KEDA and the AWS, GCS and
+// Azure SDKs, and need replace directives that carbongate's module must not
+// have for `go install ...@version` to work. `make test` and `make vet` run
+// it (cd test/helm; go test -tags interop ./...).
 package helm

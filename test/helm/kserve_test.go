@@ -66,16 +66,12 @@ kserve:
     # null removes a default; render leaves out what is not given.
     resources: {requests: {cpu: 200m, memory: null}, limits: {cpu: null, memory: 2Gi}}`,
 			want: func(t *testing.T) []any {
-				objs, err := kserve.Objects(kserve.RenderConfig{
+				return renderKServe(t, kserve.RenderConfig{
 					Zones: []forecast.Zone{"us-cal-ciso", "FR"}, StorageURI: "gs://bucket/models/", Signal: forecast.SignalDirect,
 					Namespace: "carbon", Image: "registry.example.com/carbonserve:v9", RuntimeName: "carbonserve-direct",
 					NamePrefix: "cf", NoGeneric: true, DeploymentMode: kserve.DeploymentModeKnative,
 					MinReplicas: &zero, MaxReplicas: 3, Resources: &kserve.Resources{RequestsCPU: "200m", LimitsMemory: "2Gi"},
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return objs
+				}).kserveObjects()
 			},
 		},
 	} {
@@ -91,6 +87,22 @@ kserve:
 			}
 		})
 	}
+}
+
+// renderKServe decodes what `carbonctl deploy render` writes for cfg
+// (gateway/kserve.Render, whose types are a local subset of KServe's)
+// strictly into KServe's own types, as the chart's objects are.
+func renderKServe(tb testing.TB, cfg kserve.RenderConfig) *Objects {
+	tb.Helper()
+	b, err := kserve.Render(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := splitDocs(string(b))
+	if err != nil {
+		tb.Fatalf("render: %v\n%s", err, b)
+	}
+	return decodeAll(tb, m)
 }
 
 // kserveObjects returns the ServingRuntimes, then the InferenceServices in

@@ -64,11 +64,12 @@ func assets(tb testing.TB) string {
 }
 
 // kserveCRDs are the KServe v0.20.0 CRDs of the kserve Go module (the
-// version in go.mod) that carbongate's manifests and discovery use.
+// version test/helm's go.mod requires: carbongate's own module does not
+// depend on kserve) that carbongate's manifests and discovery use.
 func kserveCRDs(tb testing.TB) []string {
 	tb.Helper()
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kserve/kserve")
-	cmd.Dir = services.RepoRoot(tb)
+	cmd.Dir = filepath.Join(services.RepoRoot(tb), "test", "helm")
 	out, err := cmd.Output()
 	if err != nil {
 		tb.Fatalf("go list -m github.com/kserve/kserve: %v", err)
