@@ -12,9 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/forecast/regions"
-	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/wiring"
 )
@@ -23,20 +20,9 @@ import (
 // (bundled data, no trained models, the replay clock) on loopback.
 func serveGateway(t *testing.T) string {
 	t.Helper()
-	tables, err := bundled.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	regs, err := regions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk, err := clock.Parse(clock.ModeReplay, time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: clk, Registerer: reg})
+	// NewBundled: the bundled data and a replay clock from 2021-06-01.
+	g, err := wiring.NewBundled(context.Background(), wiring.Config{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/test/testsupport"
@@ -41,16 +39,8 @@ func benchServer(b *testing.B) *httptest.Server {
 // cached, with JSON access logs (discarded) as in production.
 func benchAPI(b *testing.B) *Server {
 	b.Helper()
-	tables, err := bundled.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
-	regs, err := regions.Default()
-	if err != nil {
-		b.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	g, err := wiring.NewBundled(context.Background(), wiring.Config{Clock: fixedClock{testNow}, Registerer: reg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,8 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
@@ -41,16 +39,8 @@ func newTestServer(tb testing.TB) (*Server, *httptest.Server) {
 // newTestServerWith is newTestServer with the Config changed by set.
 func newTestServerWith(tb testing.TB, set func(*Config)) (*Server, *httptest.Server) {
 	tb.Helper()
-	tables, err := bundled.Load()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	regs, err := regions.Default()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg})
+	g, err := wiring.NewBundled(context.Background(), wiring.Config{Clock: fixedClock{testNow}, Registerer: reg})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,8 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/guard"
 	"github.com/carbongate/carbongate/gateway/wiring"
 )
@@ -21,16 +19,8 @@ import (
 // them.
 func TestZoneCapOverHTTP(t *testing.T) {
 	t.Parallel()
-	tables, err := bundled.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	regs, err := regions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	g, err := wiring.New(context.Background(), wiring.Config{Tables: tables, Regions: regs, Clock: fixedClock{testNow}, Registerer: reg,
+	g, err := wiring.NewBundled(context.Background(), wiring.Config{Clock: fixedClock{testNow}, Registerer: reg,
 		ZoneCap: guard.Config{Share: 0.5, MinCount: 10}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
-	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/models/workflow"
 	"github.com/carbongate/carbongate/test/testsupport"
@@ -29,19 +28,10 @@ func (c fixed) Mode() string   { return "replay" }
 
 func newGateway(t testing.TB, cfg Config) *Gateway {
 	t.Helper()
-	tables, err := bundled.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	regs, err := regions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Tables, cfg.Regions = tables, regs
 	if cfg.Clock == nil {
 		cfg.Clock = fixed{replayStart}
 	}
-	g, err := New(context.Background(), cfg)
+	g, err := NewBundled(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
