@@ -150,7 +150,7 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
-		return nil, classify(ctx, "watch aliases", err)
+		return nil, backend.Classify(ctx, "watch aliases", err)
 	}
 	var installed bool
 	if _, err = conn.Exec(ctx, `LISTEN `+NotifyChannel); err == nil {
@@ -162,7 +162,7 @@ WHERE tgrelid = to_regclass('registered_model_aliases') AND tgname = $1)`, Trigg
 	}
 	if err != nil {
 		closeConn(conn)
-		return nil, classify(ctx, "watch aliases", err)
+		return nil, backend.Classify(ctx, "watch aliases", err)
 	}
 	return conn, nil
 }

@@ -145,12 +145,6 @@ func (s *Store) classify(ctx context.Context, what string, err error) error {
 		s.lay = nil
 		s.mu.Unlock()
 	}
-	return classify(ctx, what, err)
-}
-
-// classify turns a driver error into a *forecast.Error (pgwire's one
-// classification); errors that already are one pass through.
-func classify(ctx context.Context, what string, err error) error {
 	return backend.Classify(ctx, what, err)
 }
 

@@ -119,7 +119,7 @@ func (s *Store) Schema(ctx context.Context) (SchemaInfo, error) {
 	defer cancel()
 	st, err := detect(ctx, s.pool)
 	if err != nil {
-		return SchemaInfo{}, classify(ctx, "schema", err)
+		return SchemaInfo{}, backend.Classify(ctx, "schema", err)
 	}
 	s.mu.Lock()
 	s.lay = nil
@@ -141,7 +141,7 @@ func (s *Store) layout(ctx context.Context) (layout, error) {
 	}
 	st, err := detect(ctx, s.pool)
 	if err != nil {
-		return layout{}, classify(ctx, "schema", err)
+		return layout{}, backend.Classify(ctx, "schema", err)
 	}
 	if !st.Tables {
 		return layout{}, forecast.Errorf(forecast.EUNAVAILABLE,
@@ -177,10 +177,10 @@ func Migrate(ctx context.Context, url string) error {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
-		return classify(ctx, "migrate", err)
+		return backend.Classify(ctx, "migrate", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return classify(ctx, "migrate", pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	return backend.Classify(ctx, "migrate", pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ CREATE TABLE registered_model_aliases (
 func (s *Store) InstallTrigger(ctx context.Context) error {
 	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	return classify(ctx, "install trigger", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return backend.Classify(ctx, "install trigger", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
 			return err
 		}

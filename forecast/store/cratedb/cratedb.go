@@ -23,7 +23,6 @@ package cratedb
 
 import (
 	"context"
-	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/pgwire"
@@ -91,8 +90,3 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // Close closes the pool Open made.
 func (s *Store) Close() { s.close() }
-
-// withTimeout gives ctx a deadline d away unless it has one.
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return pgwire.WithTimeout(ctx, d)
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
@@ -42,18 +43,18 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(ctx, WriteTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	rows = uniqueRows(rows)
 	upsert := upsertClause(forecastKey, []string{"value", "lower", "upper"})
 	for batch := range slices.Chunk(rows, s.maxBatch) {
 		if _, err := s.db.Exec(ctx, insertSQL("forecasts", forecastCols, upsert), forecastArgs(batch)...); err != nil {
-			return classify(ctx, "write forecasts", err)
+			return backend.Classify(ctx, "write forecasts", err)
 		}
 	}
 	if len(rows) > 0 {
 		if _, err := s.db.Exec(ctx, refresh("forecasts")); err != nil {
-			return classify(ctx, "write forecasts", err)
+			return backend.Classify(ctx, "write forecasts", err)
 		}
 	}
 	if len(units) == 0 {
@@ -66,11 +67,11 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 			jobs[i], zones[i], issued[i] = job, string(u.Zone), u.IssuedAt
 		}
 		if _, err := s.db.Exec(ctx, insertSQL("backfill_checkpoints", checkpointCols, ignore), jobs, zones, issued); err != nil {
-			return classify(ctx, "write checkpoints", err)
+			return backend.Classify(ctx, "write checkpoints", err)
 		}
 	}
 	if _, err := s.db.Exec(ctx, refresh("backfill_checkpoints")); err != nil {
-		return classify(ctx, "write checkpoints", err)
+		return backend.Classify(ctx, "write checkpoints", err)
 	}
 	return nil
 }
@@ -131,11 +132,11 @@ func uniqueUnits(units []store.Unit) []store.Unit {
 // Done implements store.Forecasts: job's units ordered by zone then issue
 // time, in UTC; empty (not nil) when none.
 func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.db.Query(ctx, `SELECT "zone", "issued_at" FROM "backfill_checkpoints" WHERE "job" = $1 ORDER BY "zone", "issued_at"`, job)
 	if err != nil {
-		return nil, classify(ctx, "read checkpoints", err)
+		return nil, backend.Classify(ctx, "read checkpoints", err)
 	}
 	defer rows.Close()
 	out := []store.Unit{}
@@ -143,12 +144,12 @@ func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
 		var zone string
 		var at time.Time
 		if err := rows.Scan(&zone, &at); err != nil {
-			return nil, classify(ctx, "read checkpoints", err)
+			return nil, backend.Classify(ctx, "read checkpoints", err)
 		}
 		out = append(out, store.Unit{Zone: forecast.Zone(zone), IssuedAt: at.UTC()})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify(ctx, "read checkpoints", err)
+		return nil, backend.Classify(ctx, "read checkpoints", err)
 	}
 	return out, nil
 }
@@ -156,12 +157,12 @@ func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
 // ReadForecasts implements store.Forecasts, streaming rows to fn ordered
 // by zone, model_name, model_version, issued_at, target_time, signal.
 func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn func(store.ForecastRow) error) error {
-	ctx, cancel := withTimeout(ctx, ReadTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
 	sql, args := forecastQuery(q)
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
-		return classify(ctx, "read forecasts", err)
+		return backend.Classify(ctx, "read forecasts", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -171,7 +172,7 @@ func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn fun
 			lower, upper *float64
 		)
 		if err := rows.Scan(&zone, &signal, &r.ModelName, &r.ModelVersion, &r.IssuedAt, &r.TargetTime, &r.Value, &lower, &upper); err != nil {
-			return classify(ctx, "read forecasts", err)
+			return backend.Classify(ctx, "read forecasts", err)
 		}
 		r.Zone, r.Signal = forecast.Zone(zone), forecast.Signal(signal)
 		r.IssuedAt, r.TargetTime = r.IssuedAt.UTC(), r.TargetTime.UTC()
@@ -183,7 +184,7 @@ func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn fun
 			return err
 		}
 	}
-	return classify(ctx, "read forecasts", rows.Err())
+	return backend.Classify(ctx, "read forecasts", rows.Err())
 }
 
 // forecastQuery builds the SELECT of q with its arguments.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 )
 
@@ -26,7 +27,7 @@ func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal f
 	if len(obs) == 0 {
 		return nil
 	}
-	ctx, cancel := withTimeout(ctx, WriteTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	upsert := upsertClause(names(observedCols[:3]), []string{"value", "estimated"}, `"updated_at" = CURRENT_TIMESTAMP`)
 	for batch := range slices.Chunk(obs, s.maxBatch) {
@@ -37,32 +38,32 @@ func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal f
 			zones[i], signals[i], times[i], values[i], estimated[i] = string(zone), string(signal), o.Time.UTC(), o.Value, o.Estimated
 		}
 		if _, err := s.db.Exec(ctx, insertSQL("observed_signals", observedCols, upsert), zones, signals, times, values, estimated); err != nil {
-			return classify(ctx, "upsert observed", err)
+			return backend.Classify(ctx, "upsert observed", err)
 		}
 	}
 	if _, err := s.db.Exec(ctx, refresh("observed_signals")); err != nil {
-		return classify(ctx, "upsert observed", err)
+		return backend.Classify(ctx, "upsert observed", err)
 	}
 	return nil
 }
 
 // LatestObserved implements store.Observed.
 func (s *Store) LatestObserved(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (time.Time, bool, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.db.Query(ctx, `SELECT max("time") FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2`, string(zone), string(signal))
 	if err != nil {
-		return time.Time{}, false, classify(ctx, "latest observed", err)
+		return time.Time{}, false, backend.Classify(ctx, "latest observed", err)
 	}
 	defer rows.Close()
 	var latest *time.Time
 	if rows.Next() {
 		if err := rows.Scan(&latest); err != nil {
-			return time.Time{}, false, classify(ctx, "latest observed", err)
+			return time.Time{}, false, backend.Classify(ctx, "latest observed", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return time.Time{}, false, classify(ctx, "latest observed", err)
+		return time.Time{}, false, backend.Classify(ctx, "latest observed", err)
 	}
 	if latest == nil {
 		return time.Time{}, false, nil
@@ -83,12 +84,12 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 		return out, 0, err
 	}
 	from, to = out.Start, out.End()
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.db.Query(ctx, `SELECT "time", "value" FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2 AND "time" >= $3 AND "time" < $4`,
 		string(zone), string(signal), from, to)
 	if err != nil {
-		return forecast.Series{}, 0, classify(ctx, "read observed", err)
+		return forecast.Series{}, 0, backend.Classify(ctx, "read observed", err)
 	}
 	defer rows.Close()
 	found := 0
@@ -96,7 +97,7 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 		var at time.Time
 		var v float64
 		if err := rows.Scan(&at, &v); err != nil {
-			return forecast.Series{}, 0, classify(ctx, "read observed", err)
+			return forecast.Series{}, 0, backend.Classify(ctx, "read observed", err)
 		}
 		if i, ok := out.Index(at); ok {
 			out.Values[i] = v
@@ -104,7 +105,7 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return forecast.Series{}, 0, classify(ctx, "read observed", err)
+		return forecast.Series{}, 0, backend.Classify(ctx, "read observed", err)
 	}
 	return out, found, nil
 }
@@ -119,13 +120,13 @@ func (s *Store) Last(ctx context.Context, zone forecast.Zone, signal forecast.Si
 
 // known reports whether any observation of zone's signal is stored.
 func (s *Store) known(ctx context.Context, zone forecast.Zone, signal forecast.Signal) (bool, error) {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	rows, err := s.db.Query(ctx, `SELECT "time" FROM "observed_signals" WHERE "zone" = $1 AND "signal" = $2 LIMIT 1`, string(zone), string(signal))
 	if err != nil {
-		return false, classify(ctx, "read observed", err)
+		return false, backend.Classify(ctx, "read observed", err)
 	}
 	defer rows.Close()
 	ok := rows.Next()
-	return ok, classify(ctx, "read observed", rows.Err())
+	return ok, backend.Classify(ctx, "read observed", rows.Err())
 }

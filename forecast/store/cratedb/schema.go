@@ -1,6 +1,10 @@
 package cratedb
 
-import "context"
+import (
+	"context"
+
+	"github.com/carbongate/carbongate/forecast/pgwire"
+)
 
 // ddl creates the store's tables, with the columns and primary keys of
 // forecast/store/postgres in CrateDB's types. Every statement is
@@ -40,11 +44,11 @@ var ddl = []string{
 // CrateDB has no advisory locks; a creation that loses a race with another
 // process ("already exists") counts as done.
 func (s *Store) Migrate(ctx context.Context) error {
-	ctx, cancel := withTimeout(ctx, DefaultTimeout)
+	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	for _, stmt := range ddl {
 		if _, err := s.db.Exec(ctx, stmt); err != nil && !alreadyExists(err) {
-			return classify(ctx, "migrate", err)
+			return backend.Classify(ctx, "migrate", err)
 		}
 	}
 	return nil

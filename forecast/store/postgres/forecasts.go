@@ -139,7 +139,7 @@ func (s *Store) WriteForecasts(ctx context.Context, job string, units []store.Un
 		}
 		return nil
 	})
-	return classify(ctx, "write forecasts", err)
+	return backend.Classify(ctx, "write forecasts", err)
 }
 
 // compareKeys orders rows by primary key. Every writer upserts in this
@@ -195,7 +195,7 @@ func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT zone, issued_at FROM backfill_checkpoints WHERE job = $1 ORDER BY zone COLLATE "C", issued_at`, job)
 	if err != nil {
-		return nil, classify(ctx, "read checkpoints", err)
+		return nil, backend.Classify(ctx, "read checkpoints", err)
 	}
 	out := []store.Unit{}
 	var zone string
@@ -205,7 +205,7 @@ func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, classify(ctx, "read checkpoints", err)
+		return nil, backend.Classify(ctx, "read checkpoints", err)
 	}
 	return out, nil
 }
@@ -219,7 +219,7 @@ func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn fun
 	sql, args := forecastQuery(q)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return classify(ctx, "read forecasts", err)
+		return backend.Classify(ctx, "read forecasts", err)
 	}
 	defer rows.Close()
 	var (
@@ -230,7 +230,7 @@ func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn fun
 	dest := []any{&zone, &signal, &r.ModelName, &r.ModelVersion, &r.IssuedAt, &r.TargetTime, &r.Value, &lower, &upper}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return classify(ctx, "read forecasts", err)
+			return backend.Classify(ctx, "read forecasts", err)
 		}
 		row := r
 		row.Zone, row.Signal = forecast.Zone(zone), forecast.Signal(signal)
@@ -243,7 +243,7 @@ func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn fun
 			return err
 		}
 	}
-	return classify(ctx, "read forecasts", rows.Err())
+	return backend.Classify(ctx, "read forecasts", rows.Err())
 }
 
 // forecastQuery builds the SELECT of q with its arguments.

@@ -43,7 +43,7 @@ func (s *Store) UpsertObserved(ctx context.Context, zone forecast.Zone, signal f
 	ctx, cancel := pgwire.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	_, err := s.pool.Exec(ctx, upsertObserved, string(zone), string(signal), times, values, estimated)
-	return classify(ctx, "upsert observed", err)
+	return backend.Classify(ctx, "upsert observed", err)
 }
 
 // LatestObserved implements store.Observed.
@@ -54,7 +54,7 @@ func (s *Store) LatestObserved(ctx context.Context, zone forecast.Zone, signal f
 	err := s.pool.QueryRow(ctx, `SELECT max(time) FROM observed_signals WHERE zone = $1 AND signal = $2`,
 		string(zone), string(signal)).Scan(&latest)
 	if err != nil {
-		return time.Time{}, false, classify(ctx, "latest observed", err)
+		return time.Time{}, false, backend.Classify(ctx, "latest observed", err)
 	}
 	if latest == nil {
 		return time.Time{}, false, nil
@@ -81,7 +81,7 @@ func (s *Store) observed(ctx context.Context, zone forecast.Zone, signal forecas
 	rows, err := s.pool.Query(ctx, `SELECT time, value FROM observed_signals
 WHERE zone = $1 AND signal = $2 AND time >= $3 AND time < $4`, string(zone), string(signal), from, to)
 	if err != nil {
-		return forecast.Series{}, 0, classify(ctx, "read observed", err)
+		return forecast.Series{}, 0, backend.Classify(ctx, "read observed", err)
 	}
 	found := 0
 	var at time.Time
@@ -94,7 +94,7 @@ WHERE zone = $1 AND signal = $2 AND time >= $3 AND time < $4`, string(zone), str
 		return nil
 	})
 	if err != nil {
-		return forecast.Series{}, 0, classify(ctx, "read observed", err)
+		return forecast.Series{}, 0, backend.Classify(ctx, "read observed", err)
 	}
 	return out, found, nil
 }
@@ -114,5 +114,5 @@ func (s *Store) known(ctx context.Context, zone forecast.Zone, signal forecast.S
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM observed_signals WHERE zone = $1 AND signal = $2)`,
 		string(zone), string(signal)).Scan(&ok)
-	return ok, classify(ctx, "read observed", err)
+	return ok, backend.Classify(ctx, "read observed", err)
 }

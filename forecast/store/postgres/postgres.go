@@ -84,10 +84,3 @@ var backend = pgwire.Backend{
 
 // Close closes the pool; calls after Close fail with EUNAVAILABLE.
 func (s *Store) Close() { s.pool.Close() }
-
-// classify turns a driver error into a *forecast.Error keeping it as the
-// cause (pgwire's one classification); *forecast.Error values pass
-// through.
-func classify(ctx context.Context, what string, err error) error {
-	return backend.Classify(ctx, what, err)
-}

@@ -59,5 +59,5 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		return nil
 	})
-	return classify(ctx, "migrate", err)
+	return backend.Classify(ctx, "migrate", err)
 }
