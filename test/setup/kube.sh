@@ -19,8 +19,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/lib.sh"
 mod="$here/kube"
-k8s_version="$(sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' "$mod/go.mod")"
-[ -n "$k8s_version" ] || { echo "kube.sh: no k8s.io/kubernetes in $mod/go.mod" >&2; exit 1; }
+k8s_version="$(tools_module_version "$mod" k8s.io/kubernetes)"
 key="$(tools_module_key "$mod")"
 dir="$cache_root/kube-$key"
 
@@ -33,11 +32,8 @@ build() {
   minor="${minor%%.*}"
   v=k8s.io/component-base/version
   ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
-  # GOWORK=off and -mod=readonly: the tools module's own go.mod and go.sum, never edited.
-  (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-    go build -trimpath -ldflags "-s -w" -o "$out/etcd" ./etcd)
-  (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-    go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+  tools_build "$mod" "-s -w" "$out/etcd" ./etcd
+  tools_build "$mod" "$ldflags" "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
   got="$("$out/kube-apiserver" --version)"
   [ "$got" = "Kubernetes $k8s_version" ] || { echo "kube.sh: kube-apiserver reports '$got'"; exit 1; }
   "$out/etcd" --version

@@ -39,6 +39,22 @@ go_install() {
   (cd "$1" && GOWORK=off CGO_ENABLED=0 GOBIN="$1" go install -trimpath -ldflags "$2" "$3")
 }
 
+# tools_module_version DIR MODULE prints the version of MODULE that the
+# tools module in DIR requires, failing the script when it requires none.
+tools_module_version() {
+  local v
+  v="$(awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$1/go.mod")"
+  [ -n "$v" ] || { echo "${0##*/}: no $2 in $1/go.mod" >&2; exit 1; }
+  echo "$v"
+}
+
+# tools_build DIR LDFLAGS OUT PKG builds PKG of the tools module in DIR into
+# OUT with GOWORK=off and -mod=readonly: the tools module's own go.mod and
+# go.sum, never edited.
+tools_build() {
+  (cd "$1" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -ldflags "$2" -o "$3" "$4")
+}
+
 # tools_module_key DIR is a short hash of a tools module's go.mod, go.sum
 # and sources: its build is cached under it.
 tools_module_key() {

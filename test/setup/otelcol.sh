@@ -17,8 +17,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/lib.sh"
 mod="$here/otelcol"
-version="$(sed -n 's/^\tgo.opentelemetry.io\/collector\/otelcol \(v[0-9.]*\).*/\1/p' "$mod/go.mod")"
-[ -n "$version" ] || { echo "otelcol.sh: no go.opentelemetry.io/collector/otelcol in $mod/go.mod" >&2; exit 1; }
+version="$(tools_module_version "$mod" go.opentelemetry.io/collector/otelcol)"
 key="$(tools_module_key "$mod")"
 bin="$cache_root/otelcol-$version-$key/otelcol"
 
@@ -26,9 +25,7 @@ built() { [ -x "$bin" ]; }
 
 build() {
   echo "otelcol.sh: building the OpenTelemetry Collector $version (OTLP receiver, file exporter), once"
-  # GOWORK=off and -mod=readonly: the tools module's own go.mod and go.sum, never edited.
-  (cd "$mod" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-    go build -trimpath -ldflags "-s -w" -o "$1/otelcol" .)
+  tools_build "$mod" "-s -w" "$1/otelcol" .
   "$1/otelcol" components >/dev/null
 }
 
