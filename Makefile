@@ -3,7 +3,7 @@
 #   make test        everything the tests need, then every test
 #   make test-short  unit tests only
 #   make lint        staticcheck (make test runs it too)
-#   make fuzz        every fuzz target for FUZZTIME (4s) after its checked-in corpus (make test runs it too)
+#   make fuzz        every fuzz target for its budget of inputs after its checked-in corpus (make test runs it too)
 #   make help        this list
 #   make bench       the performance and accuracy figures
 #   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
@@ -36,6 +36,8 @@ LDFLAGS    := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(sh
 # Modules nested in the tree (a go.mod of their own; `go test ./...` does not descend into them):
 # test/helm requires github.com/kserve/kserve, which carbongate's module does not (docs/performance.md).
 NESTED     := test/helm
+comma      := ,
+space      := $(subst ,, )
 
 .PHONY: all help build run test test-short vet lint fuzz fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
 
@@ -101,7 +103,7 @@ lint:
 	SC=$$(test/setup/staticcheck.sh) && $$SC -tags interop ./... && \
 	for m in $(NESTED); do (cd $$m && $$SC -tags interop ./...) || exit 1; done
 
-# Every fuzz target (found in the tree, none listed by hand) for a bounded time each; a target
+# Every fuzz target (found in the tree, none listed by hand) for the count of inputs its comment states; a target
 # without a checked-in corpus fails.
 fuzz:
 	GO=$(GO) test/fuzz.sh
@@ -127,9 +129,12 @@ fmt-check:
 # test/setup/otelcol/.
 # CrateDB is unpacked once from ../shared/peers/cratedb/ beside the clone
 # (test/setup/cratedb.sh); each test binary runs its own server as well.
-# The abuse suite runs after the rest, alone: its latency bounds compare an
-# attacked gateway with the same gateway unloaded, which other test binaries
-# running beside it on 2 cores would skew.
+# test/gotest runs every package `go list -tags interop ./...` names, in this
+# module and in $(NESTED), and fails when any of them fails, does not build or
+# reports no result; it ends with "tests: N passed, N failed" (raw events in
+# $(CACHE)/test-events.json). The abuse suite runs after the rest, alone: its
+# latency bounds compare an attacked gateway with the same gateway unloaded,
+# which other test binaries running beside it on 2 cores would skew.
 test: fmt-check vet lint fuzz
 	@echo "setting up the peers (cached after the first run)"
 	CARBONGATE_PG_BIN=$$(test/setup/postgres.sh) && \
@@ -148,9 +153,9 @@ test: fmt-check vet lint fuzz
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
 	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_OTELCOL CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
-	$(GO) test -count=1 -tags interop -timeout 25m $$($(GO) list ./... | grep -v '/test/abuse$$') && \
-	for m in $(NESTED); do (cd $$m && $(GO) test -count=1 -tags interop -timeout 25m ./...) || exit 1; done && \
-	$(GO) test -count=1 -tags interop -timeout 10m ./test/abuse/
+	mkdir -p $(CACHE) && \
+	$(GO) run ./test/gotest -go $(GO) -tags interop -timeout 25m -nested $(subst $(space),$(comma),$(NESTED)) \
+		-alone github.com/carbongate/carbongate/test/abuse -json-out $(CACHE)/test-events.json
 
 test-short: fmt-check vet
 	$(GO) test -count=1 -short ./...
