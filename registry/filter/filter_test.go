@@ -240,6 +240,8 @@ func TestPageToken(t *testing.T) {
 
 // FuzzParse checks that no input panics and that whatever parses formats
 // back to a filter that parses to the same clauses.
+//
+// fuzz budget: 40000x (make fuzz; about 4 s on a quiet 2-core machine)
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"", "name = 'm'", "name LIKE 'carbon-%' AND tags.zone = 'DE'",
