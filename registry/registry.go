@@ -14,6 +14,7 @@ package registry
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -223,4 +224,8 @@ var ErrCannotNotify = forecast.Errorf(forecast.ENOTFOUND, "the registry backend 
 type Options struct {
 	// Now is the clock for creation and update times; time.Now if nil.
 	Now func() time.Time
+	// Logger receives what a store repairs on its own and the operator
+	// should know (the embedded store's torn last journal record);
+	// slog.Default() if nil.
+	Logger *slog.Logger
 }

@@ -86,7 +86,7 @@ func (r *Registry) open(m *Main, hist forecast.History) (wiring.ModelSet, error)
 		m.Logger.Warn("no S3 client; s3:// model versions will not load", "error", err)
 	}
 	r.store = lazy.New(func(ctx context.Context) (registry.Store, error) {
-		s, _, err := connect.Open(ctx, r.URI, registry.Options{})
+		s, _, err := connect.Open(ctx, r.URI, registry.Options{Logger: m.Logger})
 		return s, err
 	}, r.Poll*5, m.Logger)
 	var err error
@@ -150,8 +150,12 @@ func (r *Registry) checks() map[string]string {
 		return nil
 	}
 	if !r.store.Connected() {
-		_, err := r.store.AliasTargets(context.Background())
-		return map[string]string{"registry": "database unreachable (" + forecast.ErrorSummary(err) + "); serving the models directory, baseline and climatology"}
+		const serving = "; serving the models directory, baseline and climatology"
+		err := r.store.OpenErr()
+		if forecast.ErrorCode(err) == forecast.EINVALID {
+			return map[string]string{"registry": "registry refused to open: damaged or of a format this version cannot read (see the log)" + serving}
+		}
+		return map[string]string{"registry": "database unreachable (" + forecast.ErrorSummary(err) + ")" + serving}
 	}
 	return map[string]string{"registry": r.models.Status().String()}
 }

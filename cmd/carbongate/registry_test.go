@@ -124,6 +124,31 @@ func TestRegistryPromotion(t *testing.T) {
 	wantMetrics(t, base, `carbongate_dependency_up{dependency="registry"} 1`, "carbongate_registry_promotion_failed 0")
 }
 
+// TestRegistryDamagedFile: an embedded registry file that fails its
+// checksum is not opened, and /readyz says so instead of calling it an
+// unreachable database.
+func TestRegistryDamagedFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "registry.json")
+	damaged := `{"format": "carbongate-registry", "version": 3, "checksum": "crc32c:00000000", "models": []}`
+	if err := os.WriteFile(path, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, logs := startMain(t, "--registry", path, "--registry-poll", "1h", "--drain-delay", "0s")
+	resp, err := http.Get(m.URL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"registry":"registry refused to open: damaged`) {
+		t.Fatalf("readyz %d %s, want the registry refused as damaged", resp.StatusCode, b)
+	}
+	if !strings.Contains(logs.String(), "is damaged") {
+		t.Fatalf("the log does not say the file is damaged:\n%s", logs.String())
+	}
+}
+
 // TestRegistryDownAtStartup: with the database unreachable carbongate still
 // starts and schedules (from its other steps); /readyz is 200 and says the
 // registry is unreachable; the registry API answers 503.

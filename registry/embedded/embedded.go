@@ -11,7 +11,10 @@
 // the store as it was. Once the journal outgrows the snapshot it is folded
 // into a new one (a temporary file, fsync, rename, fsync of the
 // directory). A killed process loses no write that returned: Open replays
-// the journal and drops a record cut short. A process holds an exclusive
+// the journal and drops a record cut short (with a warning); any other
+// damage to either file, or a snapshot missing next to its journal, is
+// refused (EINVALID naming the file, and the offset in the journal). The
+// snapshot carries a checksum of its models. A process holds an exclusive
 // lock on path+".lock" while the store is open: a second process (or a
 // second Open) gets EUNAVAILABLE instead of two writers overwriting each
 // other. The snapshot carries a format name and version; files of another
@@ -27,6 +30,7 @@ package embedded
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -41,6 +45,7 @@ import (
 type Store struct {
 	path string
 	now  func() time.Time
+	log  *slog.Logger
 	lock *os.File
 	// save writes a snapshot, writeAt and syncFile the journal: saveFile,
 	// (*os.File).WriteAt and Sync unless a test injects a failure.
@@ -80,6 +85,9 @@ func Open(path string, o registry.Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, unavailable("embedded: cannot create the registry directory", err)
 	}
@@ -87,7 +95,7 @@ func Open(path string, o registry.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, now: o.Now, lock: lock, save: saveFile, writeAt: (*os.File).WriteAt, syncFile: (*os.File).Sync,
+	s := &Store{path: path, now: o.Now, log: o.Logger, lock: lock, save: saveFile, writeAt: (*os.File).WriteAt, syncFile: (*os.File).Sync,
 		compactMin: compactMin}
 	if err := s.load(); err != nil {
 		_ = unlockFile(lock)
@@ -97,33 +105,41 @@ func Open(path string, o registry.Options) (*Store, error) {
 	return s, nil
 }
 
-// load reads the snapshot (creating it, empty, when there is none) and
-// replays the journal onto it. A snapshot of an older format version is
-// rewritten in the current one, which older builds refuse: they would
-// not see the journal.
+// load reads the snapshot and replays the journal onto it. A registry
+// without either file is created, snapshot first, so that a journal
+// without its snapshot is always damage: the snapshot was lost, and
+// replaying the journal alone would serve a fraction of the registry, so
+// load refuses it. A snapshot of an older format version is rewritten in
+// the current one, which older builds refuse.
 func (s *Store) load() error {
 	data, err := os.ReadFile(s.path)
-	current := err == nil
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if _, jerr := os.Lstat(s.path + journalSuffix); jerr == nil || !errors.Is(jerr, os.ErrNotExist) {
+			return forecast.Errorf(forecast.EINVALID, "embedded: %s is missing but its journal %s%s is there: "+
+				"the snapshot was deleted or lost; restore it (or remove the journal to start an empty registry)", s.path, s.path, journalSuffix)
+		}
 		s.st = newState()
-	case err != nil:
-		return unavailable("embedded: cannot read "+s.path, err)
-	default:
-		var version int
-		if s.st, version, err = decode(s.path, data); err != nil {
+		if err := s.saveSnapshot(); err != nil {
 			return err
 		}
-		current = version == formatVersion
+		s.journal, err = openJournal(s.path, s.st, s.log)
+		return err
+	case err != nil:
+		return unavailable("embedded: cannot read "+s.path, err)
+	}
+	var version int
+	if s.st, version, err = decode(s.path, data); err != nil {
+		return err
 	}
 	s.snapshotSize = int64(len(data))
-	if s.journal, err = openJournal(s.path, s.st); err != nil {
+	if s.journal, err = openJournal(s.path, s.st, s.log); err != nil {
 		return err
 	}
 	if s.journal.size > 0 {
 		err = checkState(s.path, s.st)
 	}
-	if err == nil && !current {
+	if err == nil && version != formatVersion {
 		err = s.saveSnapshot()
 	}
 	if err != nil {

@@ -3,7 +3,9 @@ package embedded
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,10 +21,15 @@ import (
 // newer version and any field it does not know, so an older build never
 // drops data a newer one wrote. Version 2 is version 1 with a journal
 // next to it (journal.go): a build that reads version 1 only would miss
-// the journal, so it must refuse the file.
+// the journal, so it must refuse the file. Version 3 adds "checksum", the
+// CRC-32C of the models as compact JSON, so that a changed byte is
+// refused rather than read as another name or number; versions 1 and 2
+// (without it) are read and rewritten as version 3 at Open.
 const (
 	formatName    = "carbongate-registry"
-	formatVersion = 2
+	formatVersion = 3
+	// checksumVersion is the first version with a checksum.
+	checksumVersion = 3
 )
 
 type fileHeader struct {
@@ -30,16 +37,27 @@ type fileHeader struct {
 	Version int    `json:"version"`
 }
 
-type fileV1 struct {
+type file struct {
 	fileHeader
-	Models []*model `json:"models"`
+	Checksum string          `json:"checksum,omitempty"`
+	Models   json.RawMessage `json:"models"`
+}
+
+// modelsChecksum is the checksum field of models (compact JSON).
+func modelsChecksum(compact []byte) string {
+	return fmt.Sprintf("crc32c:%08x", crc32.Checksum(compact, castagnoli))
 }
 
 func encode(st *state) ([]byte, error) {
-	f := fileV1{fileHeader: fileHeader{Format: formatName, Version: formatVersion}, Models: []*model{}}
+	list := []*model{}
 	for _, name := range slices.Sorted(maps.Keys(st.models)) {
-		f.Models = append(f.Models, st.models[name])
+		list = append(list, st.models[name])
 	}
+	models, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	f := file{fileHeader: fileHeader{Format: formatName, Version: formatVersion}, Checksum: modelsChecksum(models), Models: models}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return nil, err
@@ -51,12 +69,26 @@ func invalidFile(path, format string, args ...any) error {
 	return forecast.Errorf(forecast.EINVALID, "embedded: %s is not a registry file this version can read: %s", path, fmt.Sprintf(format, args...))
 }
 
+// jsonError describes a decoding error, with its offset when JSON has one.
+func jsonError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("at byte %d: %v", typ.Offset, err)
+	}
+	return err.Error()
+}
+
 // decode parses and checks a snapshot and returns it with its format
-// version; EINVALID for anything this version does not understand.
+// version; EINVALID for anything this version does not understand or a
+// checksum that does not match.
 func decode(path string, data []byte) (*state, int, error) {
 	var h fileHeader
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, 0, invalidFile(path, "%v", err)
+		return nil, 0, invalidFile(path, "%s", jsonError(err))
 	}
 	if h.Format != formatName {
 		return nil, 0, invalidFile(path, "format %q, want %q", h.Format, formatName)
@@ -67,12 +99,24 @@ func decode(path string, data []byte) (*state, int, error) {
 	// json.Unmarshal above has checked that data is one JSON value.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var f fileV1
+	var f file
 	if err := dec.Decode(&f); err != nil {
-		return nil, 0, invalidFile(path, "%v", err)
+		return nil, 0, invalidFile(path, "%s", jsonError(err))
+	}
+	if err := checkSum(f); err != nil {
+		return nil, 0, forecast.Errorf(forecast.EINVALID, "embedded: %s is damaged: %v; the registry is not opened", path, err)
+	}
+	var list []*model
+	if len(f.Models) == 0 {
+		f.Models = []byte("[]") // versions 1 and 2 (checkSum requires models from version 3)
+	}
+	dec = json.NewDecoder(bytes.NewReader(f.Models))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&list); err != nil {
+		return nil, 0, invalidFile(path, "models: %s", jsonError(err))
 	}
 	st := newState()
-	for _, m := range f.Models {
+	for _, m := range list {
 		if m == nil {
 			return nil, 0, invalidFile(path, "a null model")
 		}
@@ -82,6 +126,25 @@ func decode(path string, data []byte) (*state, int, error) {
 		st.models[m.Name] = m
 	}
 	return st, h.Version, checkState(path, st)
+}
+
+// checkSum checks f's checksum: required from checksumVersion on, absent
+// before.
+func checkSum(f file) error {
+	if f.Version < checksumVersion {
+		if f.Checksum != "" {
+			return fmt.Errorf("format version %d has no checksum", f.Version)
+		}
+		return nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, f.Models); err != nil {
+		return err
+	}
+	if got := modelsChecksum(compact.Bytes()); got != f.Checksum {
+		return fmt.Errorf("the checksum of its models is %s, the file says %q", got, f.Checksum)
+	}
+	return nil
 }
 
 // checkState checks every model of st (a snapshot, or a snapshot with the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -22,8 +23,10 @@ import (
 // between writing a snapshot and emptying the journal loses nothing.
 //
 // A crash during an append leaves at most one incomplete last line; Open
-// drops it (that write never returned). A damaged line followed by intact
-// ones is corruption, and Open refuses the registry.
+// drops it (that write never returned) and logs a warning. Any other
+// damage (a complete line whose checksum fails, a last line that is not
+// the start of a record) is refused: Open fails with EINVALID naming the
+// file and the offset.
 
 // journalSuffix names the journal of a registry file.
 const journalSuffix = ".journal"
@@ -74,32 +77,65 @@ func decodeRecord(line []byte) ([]op, error) {
 }
 
 // replay applies the journal data onto st and returns the length of its
-// intact records: an incomplete or damaged last line is left out (a write
-// cut short by a crash); damage before an intact line is EINVALID.
+// intact records. Only an incomplete last line (no newline) that reads as
+// the start of a record is left out: an append cut short by a crash,
+// whose write never returned. Anything else, a complete line that does not
+// decode or apply (its checksum fails, say) or a last line that is not the
+// start of a record (zeros, say), is damage, and replay refuses it with
+// EINVALID naming the file and the offset: dropping it silently would
+// serve an older registry as if it were current.
 func replay(path string, st *state, data []byte) (int64, error) {
 	var good int64
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
-		var ops []op
-		var err error
 		if i < 0 {
-			err = errors.New("incomplete last record")
-		} else {
-			ops, err = decodeRecord(data[:i])
+			if tornRecord(data) {
+				return good, nil
+			}
+			return 0, damagedJournal(path, good, errors.New("the last line is neither a record nor the start of one"))
 		}
+		ops, err := decodeRecord(data[:i])
 		if err == nil {
 			err = st.apply(ops)
 		}
 		if err != nil {
-			if i < 0 || bytes.IndexByte(data[i+1:], '\n') < 0 {
-				return good, nil // the torn tail of a crashed append: no intact line follows
-			}
-			return 0, forecast.Errorf(forecast.EINVALID, "embedded: %s%s: record at byte %d: %v", path, journalSuffix, good, err)
+			return 0, damagedJournal(path, good, err)
 		}
 		good += int64(i + 1)
 		data = data[i+1:]
 	}
 	return good, nil
+}
+
+func damagedJournal(path string, offset int64, err error) error {
+	return forecast.Errorf(forecast.EINVALID, "embedded: %s%s is damaged: record at byte %d: %v; "+
+		"the registry is not opened (truncating the journal at that byte drops that write and every later one)",
+		path, journalSuffix, offset, err)
+}
+
+// tornRecord reports whether tail (a last line without its newline) is
+// the start of what encodeRecord writes: up to 8 lowercase hex digits,
+// then a space and JSON, which holds no control characters.
+func tornRecord(tail []byte) bool {
+	for i, c := range tail {
+		switch {
+		case i < 8:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		case i == 8:
+			if c != ' ' {
+				return false
+			}
+		case i == 9:
+			if c != '{' {
+				return false
+			}
+		case c < 0x20 || c == 0x7f:
+			return false
+		}
+	}
+	return true
 }
 
 // journal is the open journal file.
@@ -109,8 +145,8 @@ type journal struct {
 }
 
 // openJournal opens (creating) the journal of path, replays it onto st
-// and cuts off a torn tail.
-func openJournal(path string, st *state) (*journal, error) {
+// and cuts off a torn last record, which it logs.
+func openJournal(path string, st *state, log *slog.Logger) (*journal, error) {
 	f, err := os.OpenFile(path+journalSuffix, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, unavailable("embedded: cannot open the journal", err)
@@ -122,6 +158,8 @@ func openJournal(path string, st *state) (*journal, error) {
 	}
 	good, err := replay(path, st, data)
 	if err == nil && good < int64(len(data)) {
+		log.Warn("embedded registry: dropping an incomplete last journal record (a write cut short by a crash; it was never acknowledged)",
+			"file", path+journalSuffix, "offset", good, "bytes", int64(len(data))-good)
 		if err = f.Truncate(good); err == nil {
 			err = f.Sync()
 		}

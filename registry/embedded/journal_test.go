@@ -2,8 +2,10 @@ package embedded
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +20,11 @@ import (
 	"github.com/carbongate/carbongate/registry"
 )
 
-// TestJournalTornTail: a record cut short by a crash (no newline, or a
-// damaged last line) is dropped at Open and cut off the file; damage
-// before an intact record is refused and the files are left as they are.
+// TestJournalTornTail: only an incomplete last line that starts like a
+// record (an append cut short by a crash) is dropped at Open, with a
+// warning naming the file and the offset, and cut off the file. Any other
+// damage, the last line included, is refused naming the file and the
+// offset, and the files are left as they are.
 func TestJournalTornTail(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -28,8 +32,11 @@ func TestJournalTornTail(t *testing.T) {
 		ok         bool
 	}{
 		{"half a record", `1234abcd {"ops": [{"put": {"name": "x"`, true},
-		{"zeros", "\x00\x00\x00\x00", true},
-		{"damaged last line", "00000000 {\"ops\": []}\n", true},
+		{"only the checksum's start", "12", true},
+		{"zeros", "\x00\x00\x00\x00", false},
+		{"zeros after a checksum", "1234abcd {\"ops\": [\x00\x00\x00", false},
+		{"damaged last line", "00000000 {\"ops\": []}\n", false},
+		{"a flipped byte in the last record", flipped(t, mustRecord(t, []op{{Delete: "carbon-forecaster-generic"}})), false},
 		{"damaged line before an intact one", "00000000 {\"ops\": []}\n" + mustRecord(t, []op{{Delete: "carbon-forecaster-generic"}}), false},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
@@ -47,10 +54,13 @@ func TestJournalTornTail(t *testing.T) {
 			must(t, f.Close())
 			damaged := files(t, path)
 
-			s, err = Open(path, registry.Options{})
+			var logs bytes.Buffer
+			o := registry.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+			s, err = Open(path, o)
+			at := fmt.Sprintf("byte %d", len(good[1]))
 			if !tc.ok {
-				if forecast.ErrorCode(err) != forecast.EINVALID || !strings.Contains(err.Error(), "record at byte") {
-					t.Fatalf("Open = %v, want EINVALID naming the record", err)
+				if forecast.ErrorCode(err) != forecast.EINVALID || !strings.Contains(err.Error(), path+journalSuffix) || !strings.Contains(err.Error(), "record at "+at) {
+					t.Fatalf("Open = %v, want EINVALID naming the journal and the record at %s", err, at)
 				}
 				if got := files(t, path); got != damaged {
 					t.Fatal("Open changed files it refused")
@@ -65,9 +75,21 @@ func TestJournalTornTail(t *testing.T) {
 			if got := files(t, path); got != good {
 				t.Fatal("the torn tail was not cut off")
 			}
+			if w := logs.String(); !strings.Contains(w, `"level":"WARN"`) || !strings.Contains(w, fmt.Sprintf(`"offset":%d`, len(good[1]))) ||
+				!strings.Contains(w, journalSuffix) {
+				t.Fatalf("no warning naming the journal and the offset: %s", w)
+			}
 			must(t, s.SetModelTag(context.Background(), "carbon-forecaster-DE", registry.Tag{Key: "after", Value: "1"}))
 		})
 	}
+}
+
+// flipped returns line with one bit of its JSON flipped.
+func flipped(tb testing.TB, line string) string {
+	tb.Helper()
+	b := []byte(line)
+	b[len(b)/2] ^= 0x04
+	return string(b)
 }
 
 func mustRecord(tb testing.TB, ops []op) string {
@@ -78,7 +100,8 @@ func mustRecord(tb testing.TB, ops []op) string {
 }
 
 // TestOpenVersion1: a snapshot written before the journal existed opens,
-// and is rewritten as version 2, which such builds refuse.
+// and is rewritten in the current version, with a checksum, which such
+// builds refuse.
 func TestOpenVersion1(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.json")
@@ -88,8 +111,8 @@ func TestOpenVersion1(t *testing.T) {
 	if _, err := s.GetModel(context.Background(), "m"); err != nil {
 		t.Fatal(err)
 	}
-	if got := files(t, path)[0]; !strings.Contains(got, `"version": 2`) {
-		t.Fatalf("the snapshot was not rewritten as version 2:\n%s", got)
+	if got := files(t, path)[0]; !strings.Contains(got, fmt.Sprintf(`"version": %d`, formatVersion)) || !strings.Contains(got, `"checksum": "crc32c:`) {
+		t.Fatalf("the snapshot was not rewritten as version %d with a checksum:\n%s", formatVersion, got)
 	}
 }
 

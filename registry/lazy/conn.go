@@ -74,6 +74,18 @@ func NewConn[T any](what string, open func(ctx context.Context) (T, error), clos
 // Connected reports whether the connection is open.
 func (c *Conn[T]) Connected() bool { return c.v.Load() != nil }
 
+// Err is the last failed attempt's error while the connection is not
+// open, nil once it is (or before the first attempt failed).
+func (c *Conn[T]) Err() error {
+	if c.v.Load() != nil {
+		return nil
+	}
+	if p := c.lastErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Get returns the opened value, or EUNAVAILABLE (wrapping the last
 // attempt's error) at once while it is not open.
 func (c *Conn[T]) Get() (T, error) {

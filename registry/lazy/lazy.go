@@ -36,6 +36,10 @@ func New(open OpenFunc, retry time.Duration, log *slog.Logger) *Store {
 // Connected reports whether the backend is open.
 func (l *Store) Connected() bool { return l.conn.Connected() }
 
+// OpenErr is why the backend is not open yet: the last attempt's error,
+// nil once it is open.
+func (l *Store) OpenErr() error { return l.conn.Err() }
+
 func (l *Store) get() (registry.Store, error) { return l.conn.Get() }
 
 // Close stops the attempts and closes the backend if it was opened.
