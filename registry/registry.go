@@ -164,6 +164,10 @@ type Store interface {
 	DeleteModel(ctx context.Context, name string) error
 	// SearchModels returns one page and whether more rows follow.
 	SearchModels(ctx context.Context, s Search) (page []RegisteredModel, more bool, err error)
+	// SetModelTag and SetVersionTag: EINVALID naming "key" or "value"
+	// (ValidateTag); a store that keeps an entity's tags together may also
+	// refuse, with EINVALID naming "tags", a write that takes them over
+	// ValidateTagTotals' limits (the embedded store does).
 	SetModelTag(ctx context.Context, name string, tag Tag) error
 	DeleteModelTag(ctx context.Context, name, key string) error
 

@@ -19,6 +19,18 @@ const (
 	MaxTagValueLen = 5000
 )
 
+// Limits on the tags of one registered model or one version, carbongate's
+// own: MLflow has none (its SQL stores keep a row per tag, and its 100 tags
+// per request, MAX_PARAMS_TAGS_PER_BATCH, bound a run's log-batch only).
+// A store that keeps a model's tags together (the embedded file) enforces
+// them, so that one client cannot make it hold, and write, megabytes per
+// version: MaxTags tags of MaxTagKeyLen+MaxTagValueLen bytes would be 525
+// KB, MaxTagBytes bounds keys plus values below that.
+const (
+	MaxTags     = 100
+	MaxTagBytes = 256 << 10
+)
+
 // Limits of the free-text fields: the widths of MLflow's own columns,
 // which its SQL stores enforce (mlflow/store/model_registry/dbmodels/
 // models.py, MLflow 3.17.2: registered_models.description and
@@ -80,6 +92,19 @@ func ValidateTag(t Tag) error {
 		return forecast.FieldErrorf(forecast.EINVALID, "key", "tag key is %d bytes long, the limit is %d", len(t.Key), MaxTagKeyLen)
 	case len(t.Value) > MaxTagValueLen:
 		return forecast.FieldErrorf(forecast.EINVALID, "value", "tag value is %d bytes long, the limit is %d", len(t.Value), MaxTagValueLen)
+	}
+	return nil
+}
+
+// ValidateTagTotals checks the tags one model or version would hold after
+// a write, n of them with keys and values of size bytes in all, against
+// MaxTags and MaxTagBytes: EINVALID naming "tags".
+func ValidateTagTotals(n, size int) error {
+	switch {
+	case n > MaxTags:
+		return forecast.FieldErrorf(forecast.EINVALID, "tags", "%d tags, the limit is %d per registered model or version", n, MaxTags)
+	case size > MaxTagBytes:
+		return forecast.FieldErrorf(forecast.EINVALID, "tags", "the tags' keys and values would be %d bytes, the limit is %d per registered model or version", size, MaxTagBytes)
 	}
 	return nil
 }

@@ -137,8 +137,5 @@ func TestOpenVersion2(t *testing.T) {
 	if got := files(t, path)[0]; !strings.Contains(got, `"version": 3`) || !strings.Contains(got, `"checksum": "crc32c:`) {
 		t.Fatalf("the snapshot was not rewritten with a checksum:\n%s", got)
 	}
-	must(t, s.Close())
-	if got := snap(t, open(t, path, registry.Options{})); !reflect.DeepEqual(got, before) {
-		t.Fatalf("after reopening the migrated registry:\n got %+v\nwant %+v", got, before)
-	}
+	reopened(t, s, path, before, "after reopening the migrated registry")
 }

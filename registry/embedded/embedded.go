@@ -5,8 +5,9 @@
 //
 // The registry is a snapshot (path) plus a journal of the writes since
 // (path+".journal", see journal.go). A write changes copies of the models
-// it touches, appends them (only the versions it changed) to the journal
-// and syncs it before the store switches to them, so a write costs what
+// it touches, appends what it changed (fields, tags and aliases, see
+// ops.go) to the journal and syncs it before the store switches to them,
+// so a write costs what
 // it changes, not the size of the registry, and a write that fails leaves
 // the store as it was. Once the journal outgrows the snapshot it is folded
 // into a new one (a temporary file, fsync, rename, fsync of the

@@ -115,6 +115,16 @@ func snap(tb testing.TB, s *Store) snapshot {
 	return out
 }
 
+// reopened closes s, opens path again and checks that it shows want
+// (what s showed, or should have); what names the case in the failure.
+func reopened(tb testing.TB, s *Store, path string, want snapshot, what string) {
+	tb.Helper()
+	must(tb, s.Close())
+	if got := snap(tb, open(tb, path, registry.Options{})); !reflect.DeepEqual(got, want) {
+		tb.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
 func TestReopen(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sub", "registry.json")

@@ -13,17 +13,17 @@ import (
 	"github.com/carbongate/carbongate/registry"
 )
 
-// writes are one of each kind of write, all valid against populate's
-// registry.
-func writes() []struct {
+// writeCase is one write of writes.
+type writeCase struct {
 	note string
 	call func(ctx context.Context, s *Store) error
-} {
+}
+
+// writes are one of each kind of write, all valid against populate's
+// registry.
+func writes() []writeCase {
 	const de = "carbon-forecaster-DE"
-	return []struct {
-		note string
-		call func(ctx context.Context, s *Store) error
-	}{
+	return []writeCase{
 		{"CreateModel", func(ctx context.Context, s *Store) error { _, err := s.CreateModel(ctx, "new", "", nil); return err }},
 		{"UpdateModel", func(ctx context.Context, s *Store) error { _, err := s.UpdateModel(ctx, de, "x"); return err }},
 		{"RenameModel", func(ctx context.Context, s *Store) error { _, err := s.RenameModel(ctx, de, "y"); return err }},
@@ -98,11 +98,7 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 			t.Fatalf("%s: %v", w.note, err)
 		}
 	}
-	after := snap(t, s)
-	must(t, s.Close())
-	if got := snap(t, open(t, path, registry.Options{})); !reflect.DeepEqual(got, after) {
-		t.Fatalf("after reopening:\n got %+v\nwant %+v", got, after)
-	}
+	reopened(t, s, path, snap(t, s), "after reopening")
 }
 
 // TestJournalSyncFails: when the journal cannot be synced the write may
@@ -146,9 +142,5 @@ func TestCompaction(t *testing.T) {
 	if j := files(t, path)[1]; j != "" {
 		t.Fatalf("the journal holds %q after a compaction, want nothing", j)
 	}
-	before := snap(t, s)
-	must(t, s.Close())
-	if got := snap(t, open(t, path, registry.Options{})); !reflect.DeepEqual(got, before) {
-		t.Fatalf("after reopening a compacted registry:\n got %+v\nwant %+v", got, before)
-	}
+	reopened(t, s, path, snap(t, s), "after reopening a compacted registry")
 }

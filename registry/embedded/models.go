@@ -103,17 +103,18 @@ func (s *Store) DeleteModel(ctx context.Context, name string) error {
 }
 
 // SetModelTag implements registry.Store. Like MLflow, it leaves
-// last_updated_time alone.
+// last_updated_time alone. EINVALID (field "tags") when the model would
+// hold more tags than registry.ValidateTagTotals allows.
 func (s *Store) SetModelTag(ctx context.Context, name string, tag registry.Tag) error {
 	if err := registry.ValidateTag(tag); err != nil {
 		return err
 	}
 	return s.update(ctx, func(t *tx, _ int64) error {
 		m, err := t.model(name)
-		if err == nil {
-			setTag(&m.Tags, tag)
+		if err != nil {
+			return err
 		}
-		return err
+		return setTag(&m.Tags, tag)
 	})
 }
 

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -120,35 +119,6 @@ func (t *tx) put(m *model) { t.touched[m.Name] = m }
 // remove deletes the named model in this write.
 func (t *tx) remove(name string) { t.touched[name] = nil }
 
-// op is one change of a journal record: Delete removes a model; Put sets a
-// model's fields and, of its versions, those listed (the others stay).
-type op struct {
-	Delete string `json:"delete,omitempty"`
-	Put    *model `json:"put,omitempty"`
-}
-
-// ops are the write's changes: deletions first, then each touched model
-// with only its new or changed versions, by name.
-func (t *tx) ops() []op {
-	var dels, puts []op
-	for _, name := range slices.Sorted(maps.Keys(t.touched)) {
-		m, base := t.touched[name], t.st.models[name]
-		if m == nil {
-			dels = append(dels, op{Delete: name})
-			continue
-		}
-		p := *m
-		p.Versions = nil
-		for i, v := range m.Versions {
-			if base == nil || i >= len(base.Versions) || base.Versions[i] != v {
-				p.Versions = append(p.Versions, v)
-			}
-		}
-		puts = append(puts, op{Put: &p})
-	}
-	return append(dels, puts...)
-}
-
 // aliasesChanged reports whether the write moves, adds or removes an
 // alias.
 func (t *tx) aliasesChanged() bool {
@@ -177,43 +147,6 @@ func (t *tx) commit() {
 			t.st.models[name] = m
 		}
 	}
-}
-
-// apply replays ops (a journal record) onto st; replaying a record st
-// already holds changes nothing, so a journal may be replayed onto a
-// snapshot that holds some of it.
-func (st *state) apply(ops []op) error {
-	for _, o := range ops {
-		switch {
-		case o.Delete != "" && o.Put == nil:
-			delete(st.models, o.Delete)
-		case o.Put != nil && o.Delete == "":
-			st.put(o.Put)
-		default:
-			return fmt.Errorf("an operation must delete or put exactly one model")
-		}
-	}
-	return nil
-}
-
-// put sets p's fields on the model of its name (created when absent) and
-// inserts or replaces the versions p lists.
-func (st *state) put(p *model) {
-	m := &model{}
-	if old := st.models[p.Name]; old != nil {
-		m = old.clone()
-	}
-	versions := m.Versions
-	*m = *p
-	m.Versions = versions
-	for _, v := range p.Versions {
-		if i, ok := m.index(v.Version); ok {
-			m.Versions[i] = v
-		} else {
-			m.Versions = slices.Insert(m.Versions, i, v)
-		}
-	}
-	st.models[p.Name] = m
 }
 
 func modelNotFound(name string) error {
@@ -316,8 +249,9 @@ func exportTags(tags map[string]string) []registry.Tag {
 	return out
 }
 
-// tagMap validates tags and returns them as a map (the last value of a key
-// wins), or nil when there are none.
+// tagMap validates tags, each and in all (registry.ValidateTagTotals),
+// and returns them as a map (the last value of a key wins), or nil when
+// there are none.
 func tagMap(tags []registry.Tag) (map[string]string, error) {
 	if len(tags) == 0 {
 		return nil, nil
@@ -329,13 +263,25 @@ func tagMap(tags []registry.Tag) (map[string]string, error) {
 		}
 		out[t.Key] = t.Value
 	}
-	return out, nil
+	return out, checkTagTotals(out)
 }
 
-// setTag sets key in *tags, allocating the map when needed.
-func setTag(tags *map[string]string, t registry.Tag) {
+// setTag sets key in *tags (a write's copy, which the write discards when
+// it fails), allocating the map when needed; EINVALID when that takes the
+// tags over registry.ValidateTagTotals' limits.
+func setTag(tags *map[string]string, t registry.Tag) error {
 	if *tags == nil {
 		*tags = map[string]string{}
 	}
 	(*tags)[t.Key] = t.Value
+	return checkTagTotals(*tags)
+}
+
+// checkTagTotals checks tags against registry.ValidateTagTotals.
+func checkTagTotals(tags map[string]string) error {
+	size := 0
+	for k, v := range tags {
+		size += len(k) + len(v)
+	}
+	return registry.ValidateTagTotals(len(tags), size)
 }

@@ -158,17 +158,18 @@ func (s *Store) LatestVersions(ctx context.Context, name string, stages []string
 	return result(out, err)
 }
 
-// SetVersionTag implements registry.Store.
+// SetVersionTag implements registry.Store: EINVALID (field "tags") when
+// the version would hold more tags than registry.ValidateTagTotals allows.
 func (s *Store) SetVersionTag(ctx context.Context, name string, version int64, tag registry.Tag) error {
 	if err := registry.ValidateTag(tag); err != nil {
 		return err
 	}
 	return s.update(ctx, func(t *tx, _ int64) error {
 		_, v, err := t.version(name, version)
-		if err == nil {
-			setTag(&v.Tags, tag)
+		if err != nil {
+			return err
 		}
-		return err
+		return setTag(&v.Tags, tag)
 	})
 }
 

@@ -1,6 +1,7 @@
 package mlflowapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -287,5 +288,23 @@ func TestVersionSearchDefaultOrder(t *testing.T) {
 	}
 	if want := []string{"1", "3", "2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("versions %q, want %q", got, want)
+	}
+}
+
+// TestTagLimits: the tags of one version are capped
+// (registry.ValidateTagTotals); the API answers MLflow's
+// INVALID_PARAMETER_VALUE, 400, for the tag over the cap.
+func TestTagLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, mlflowapi.Config{}, nil)
+	p := mlflowapi.PrefixAPI
+	e.must("POST", p+"/registered-models/create", `{"name": "m"}`)
+	e.must("POST", p+"/model-versions/create", `{"name": "m", "source": "s3://b/1"}`)
+	for i := range registry.MaxTags {
+		e.must("POST", p+"/model-versions/set-tag", fmt.Sprintf(`{"name": "m", "version": "1", "key": "k%03d", "value": "v"}`, i))
+	}
+	r := e.do("POST", p+"/model-versions/set-tag", `{"name": "m", "version": "1", "key": "over", "value": "v"}`)
+	if r.status != http.StatusBadRequest || r.errorCode(t) != "INVALID_PARAMETER_VALUE" {
+		t.Fatalf("set-tag over the cap: %d %s, want 400 INVALID_PARAMETER_VALUE", r.status, r.body)
 	}
 }

@@ -139,6 +139,7 @@ func TestStore(t *testing.T) {
 		}
 		return s
 	}, storetest.Options{
+		Except: map[string]string{"TagLimits": "a row per tag, as in MLflow's own SQL stores, which have no cap on the tags of a model or version: not enforced here either"},
 		Unmigrated: func(t *testing.T, o registry.Options) (registry.Store, error) {
 			return postgres.Open(testCtx(t), services.StartPostgres(t).Database(t), o)
 		},
@@ -163,5 +164,5 @@ func TestStoreWorkspace(t *testing.T) {
 			t.Fatalf("Open: %v", err)
 		}
 		return s
-	}, storetest.Options{})
+	}, storetest.Options{Except: map[string]string{"TagLimits": "a row per tag, as in MLflow's own SQL stores, which have no cap on the tags of a model or version: not enforced here either"}})
 }

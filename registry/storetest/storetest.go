@@ -31,6 +31,9 @@
 //     credentials the server refuses are EUNAUTHORIZED, and Close may be
 //     called more than once (see Options.Unmigrated, Options.Unreachable
 //     and Options.Unauthorized);
+//   - the tags of one model or version are capped by
+//     registry.ValidateTagTotals (EINVALID naming "tags"): MLflow has no
+//     such cap, so a backend that does not enforce it says so in Except;
 //   - deleting a tag that is not set is nil or ENOTFOUND and changes
 //     nothing; TransitionStage with archiveExisting to None or Archived
 //     either archives nothing or is EINVALID and changes nothing.
@@ -113,6 +116,7 @@ func Run(t *testing.T, open func(t *testing.T, o registry.Options) registry.Stor
 		{"TransitionStage", testTransitionStage},
 		{"LatestVersions", testLatestVersions},
 		{"VersionTags", testVersionTags},
+		{"TagLimits", testTagLimits},
 		{"Aliases", testAliases},
 		{"InvalidAliases", testInvalidAliases},
 		{"SearchModelsFilter", testSearchModelsFilter},
