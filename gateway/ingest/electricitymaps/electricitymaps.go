@@ -44,7 +44,8 @@ const (
 type Config struct {
 	Token   string // required: the API token, sent as auth-token; never logged
 	BaseURL string // default DefaultBaseURL
-	// HTTPClient sends the requests; nil: a new http.Client.
+	// HTTPClient sends the requests (a copy that follows no redirect to
+	// another host, ingest.SameHostRedirects); nil: a new http.Client.
 	HTTPClient *http.Client
 	// Timeout bounds each request, on top of the caller's deadline;
 	// default DefaultTimeout.
@@ -91,9 +92,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
+	cfg.HTTPClient = ingest.SameHostRedirects(cfg.HTTPClient)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 var ctx = context.Background()
@@ -194,5 +195,19 @@ func TestNewInvalid(t *testing.T) {
 	for _, cfg := range []Config{{}, {Token: "t", BaseURL: "ftp://x"}, {Token: "t", BaseURL: "/relative"}, {Token: "t", Timeout: -1}} {
 		_, err := New(cfg)
 		wantCode(t, err, forecast.EINVALID)
+	}
+}
+
+// TestRedirectKeepsToken: a redirect to another host is not followed, so
+// the auth-token never reaches it.
+func TestRedirectKeepsToken(t *testing.T) {
+	t.Parallel()
+	other := testsupport.NewOtherHost(t)
+	redirect := testsupport.RedirectTo(other.URL)
+	a := newAPI(t, func(w http.ResponseWriter, r *http.Request, _ int) { redirect(w, r) })
+	_, err := a.client(t, false, nil).History(ctx, "DE", forecast.SignalLifecycle)
+	wantCode(t, err, forecast.EUNAVAILABLE)
+	if got := other.Requests(); len(got) != 0 {
+		t.Fatalf("the other host got %d requests (auth-token %q)", len(got), got[0].Get("auth-token"))
 	}
 }

@@ -62,7 +62,8 @@ type Config struct {
 	// "US-CAL-CISO" → "CAISO_NORTH".
 	Regions map[forecast.Zone]string
 	BaseURL string // default DefaultBaseURL
-	// HTTPClient sends the requests; nil: a new http.Client.
+	// HTTPClient sends the requests (a copy that follows no redirect to
+	// another host, ingest.SameHostRedirects); nil: a new http.Client.
 	HTTPClient *http.Client
 	// Timeout bounds each request, on top of the caller's deadline;
 	// default DefaultTimeout.
@@ -126,9 +127,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
+	cfg.HTTPClient = ingest.SameHostRedirects(cfg.HTTPClient)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 var ctx = context.Background()
@@ -275,5 +276,20 @@ func TestNewInvalid(t *testing.T) {
 	} {
 		_, err := New(cfg)
 		wantCode(t, err, forecast.EINVALID)
+	}
+}
+
+// TestRedirectKeepsToken: a redirect to another host (here another port,
+// to which net/http would copy Authorization) is not followed.
+func TestRedirectKeepsToken(t *testing.T) {
+	t.Parallel()
+	other := testsupport.NewOtherHost(t)
+	redirect := testsupport.RedirectTo(other.URL)
+	a := newAPI(t, func(w http.ResponseWriter, r *http.Request, _ int) { redirect(w, r) })
+	c := a.client(t, ingest.NewManualClock(t10), nil)
+	_, err := c.Historical(ctx, "CAISO_NORTH", t10, t10.Add(2*time.Hour))
+	wantCode(t, err, forecast.EUNAVAILABLE)
+	if got := other.Requests(); len(got) != 0 {
+		t.Fatalf("the other host got %d requests (Authorization %q)", len(got), got[0].Get("Authorization"))
 	}
 }
