@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/ingest"
 	"github.com/carbongate/carbongate/gateway/ingest/electricitymaps"
 	"github.com/carbongate/carbongate/gateway/ingest/watttime"
+	"github.com/carbongate/carbongate/oip"
 )
 
 // Ingest configures the live pollers that write observed intensity into
@@ -37,6 +39,18 @@ type Ingest struct {
 	WTPassword string // $WATTTIME_PASSWORD only
 	WTRegions  string // --watttime-regions ZONE=REGION,…
 	WTURL      string // --watttime-url
+
+	// answers is the one budget of vendor answers being read, shared by
+	// every vendor client of the process (pollers and vendor forecasts).
+	answers     *oip.BodyBudget
+	answersOnce sync.Once
+}
+
+// answerBudget returns the process's budget of vendor answers, made on
+// first use.
+func (in *Ingest) answerBudget() *oip.BodyBudget {
+	in.answersOnce.Do(func() { in.answers = ingest.NewAnswerBudget() })
+	return in.answers
 }
 
 func (in *Ingest) flags(fs *flag.FlagSet) {
@@ -95,7 +109,7 @@ func (in *Ingest) emFeeds(log *slog.Logger) ([]ingest.Feed, error) {
 	if strings.TrimSpace(in.EMToken) == "" {
 		return nil, fmt.Errorf("--ingest-zones needs an Electricity Maps token: set --electricitymaps-token or $ELECTRICITYMAPS_TOKEN")
 	}
-	c, err := electricitymaps.New(electricitymaps.Config{Token: in.EMToken, BaseURL: in.EMURL, Logger: log})
+	c, err := electricitymaps.New(electricitymaps.Config{Token: in.EMToken, BaseURL: in.EMURL, AnswerBudget: in.answerBudget(), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("--electricitymaps-url: %s", forecast.ErrorMessage(err))
 	}
@@ -149,7 +163,8 @@ func (in *Ingest) wtClient(log *slog.Logger) (*watttime.Client, map[forecast.Zon
 		}
 		regions[zone] = r
 	}
-	c, err := watttime.New(watttime.Config{Username: in.WTUser, Password: in.WTPassword, Regions: regions, BaseURL: in.WTURL, Logger: log})
+	c, err := watttime.New(watttime.Config{Username: in.WTUser, Password: in.WTPassword, Regions: regions, BaseURL: in.WTURL,
+		AnswerBudget: in.answerBudget(), Logger: log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--watttime-*: %s", forecast.ErrorMessage(err))
 	}

@@ -82,7 +82,8 @@ func (v *Vendor) open(in *Ingest, reg prometheus.Registerer, log *slog.Logger) (
 		if v.Horizon != 0 && v.Horizon < electricitymaps.MinHorizon {
 			return nil, fmt.Errorf("--vendor-horizon %d: Electricity Maps forecasts %d to %d hours", v.Horizon, electricitymaps.MinHorizon, electricitymaps.MaxHorizon)
 		}
-		c, err := electricitymaps.New(electricitymaps.Config{Token: in.EMToken, BaseURL: in.EMURL, Timeout: v.Timeout, Logger: log})
+		c, err := electricitymaps.New(electricitymaps.Config{Token: in.EMToken, BaseURL: in.EMURL, Timeout: v.Timeout,
+			AnswerBudget: in.answerBudget(), Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("--electricitymaps-url: %s", forecast.ErrorMessage(err))
 		}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,18 +18,18 @@ func TestSameHostRedirects(t *testing.T) {
 	other := testsupport.NewOtherHost(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/here", http.StatusFound) })
-	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(r.Header.Get("auth-token"))) })
+	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "%q", r.Header.Get("auth-token")) })
 	mux.Handle("/away", testsupport.RedirectTo(other.URL))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	given := srv.Client()
 	c := Caller{Source: "test", Client: SameHostRedirects(given)}
 	header := http.Header{"Auth-Token": {"secret"}}
-	body, err := c.Get(context.Background(), srv.URL+"/moved", header)
-	if err != nil || string(body) != "secret" {
-		t.Fatalf("same-host redirect: %q, %v; want it followed with the token", body, err)
+	var token string
+	if err := c.Get(context.Background(), srv.URL+"/moved", header, "/moved", &token); err != nil || token != "secret" {
+		t.Fatalf("same-host redirect: %q, %v; want it followed with the token", token, err)
 	}
-	if _, err := c.Get(context.Background(), srv.URL+"/away", header); err == nil {
+	if err := c.Get(context.Background(), srv.URL+"/away", header, "/away", &token); err == nil {
 		t.Fatal("a redirect to another host was followed")
 	}
 	if got := other.Requests(); len(got) != 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/oip"
 )
 
 // MaxBody bounds the size of one upstream answer (30 days of 5-minute
@@ -129,19 +129,42 @@ func upstreamMessage(body []byte) string {
 }
 
 // Caller makes the GET requests of a client: each with its own deadline,
-// the answer read up to MaxBody and non-2xx statuses mapped by StatusError.
+// the answer read up to MaxBody (and Budget) and non-2xx statuses mapped
+// by StatusError.
 type Caller struct {
 	Source  string           // names the upstream in errors
 	Client  *http.Client     // required
 	Timeout time.Duration    // bounds one request, on top of ctx's deadline; 0: ctx's only
 	Now     func() time.Time // reads Retry-After dates; nil: time.Now
+	// Budget bounds the answer bytes held at once, beyond the first
+	// FreeAnswerBytes of each, by every call that shares it (a process's
+	// vendor clients share one, NewAnswerBudget), from the first byte
+	// read until the answer is decoded; nil: MaxBody per answer only.
+	Budget *oip.BodyBudget
 }
 
-// Get sends a GET request for url with header and returns the body of a 2xx
-// answer. Errors: those of StatusError; EUNAVAILABLE when the request
-// fails, times out (Timeout) or the answer cannot be read; EINVALID for an
-// answer larger than MaxBody; ctx's own error when ctx ends first.
-func (c Caller) Get(ctx context.Context, url string, header http.Header) ([]byte, error) {
+// Sizes of the answer budget.
+const (
+	// DefaultAnswerBudget is the size of NewAnswerBudget: two answers of
+	// MaxBody, or many ordinary ones (a 72-hour forecast is ~10 KB).
+	DefaultAnswerBudget = 2 * MaxBody
+	// FreeAnswerBytes of each answer are not drawn from the budget.
+	FreeAnswerBytes = 64 << 10
+)
+
+// NewAnswerBudget returns a budget of DefaultAnswerBudget bytes for the
+// answers of concurrent upstream calls (Caller.Budget).
+func NewAnswerBudget() *oip.BodyBudget {
+	return oip.NewBodyBudget(DefaultAnswerBudget, FreeAnswerBytes)
+}
+
+// Get sends a GET request for url with header and decodes a 2xx answer
+// into v (DecodeJSON; what names the answer in errors). Errors: those of
+// StatusError and DecodeJSON; EUNAVAILABLE when the request fails, times
+// out (Timeout), the answer cannot be read or the answer budget is spent
+// by other calls (try again later); EINVALID for an answer larger than
+// MaxBody; ctx's own error when ctx ends first.
+func (c Caller) Get(ctx context.Context, url string, header http.Header, what string, v any) error {
 	cctx := ctx
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -150,7 +173,7 @@ func (c Caller) Get(ctx context.Context, url string, header http.Header) ([]byte
 	}
 	req, err := http.NewRequestWithContext(cctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, &forecast.Error{Code: forecast.EINTERNAL, Message: c.Source + ": cannot build request", Err: err}
+		return &forecast.Error{Code: forecast.EINTERNAL, Message: c.Source + ": cannot build request", Err: err}
 	}
 	req.Header = header.Clone()
 	if req.Header == nil {
@@ -159,24 +182,29 @@ func (c Caller) Get(ctx context.Context, url string, header http.Header) ([]byte
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, cctx, "request failed", err)
+		return c.transportError(ctx, cctx, "request failed", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	if err != nil {
-		return nil, c.transportError(ctx, cctx, "reading the answer failed", err)
+	body, held, err := oip.ReadBody(resp.Body, resp.ContentLength, MaxBody, c.Budget, nil)
+	if c.Budget != nil {
+		defer c.Budget.Give(held)
 	}
-	if len(body) > MaxBody {
-		return nil, forecast.Errorf(forecast.EINVALID, "%s: answer larger than %d bytes", c.Source, MaxBody)
+	switch {
+	case errors.As(err, new(*http.MaxBytesError)):
+		return forecast.Errorf(forecast.EINVALID, "%s: answer larger than %d bytes", c.Source, MaxBody)
+	case errors.Is(err, oip.ErrBodyBudget):
+		return forecast.Errorf(forecast.EUNAVAILABLE, "%s: the budget of %d bytes for answers being read is spent by other calls", c.Source, c.Budget.Size())
+	case err != nil:
+		return c.transportError(ctx, cctx, "reading the answer failed", err)
 	}
 	if resp.StatusCode/100 != 2 {
 		now := time.Now
 		if c.Now != nil {
 			now = c.Now
 		}
-		return nil, StatusError(c.Source, resp.StatusCode, resp.Header, body, now())
+		return StatusError(c.Source, resp.StatusCode, resp.Header, body, now())
 	}
-	return body, nil
+	return DecodeJSON(c.Source, what, body, v)
 }
 
 func (c Caller) transportError(ctx, cctx context.Context, what string, err error) error {

@@ -136,24 +136,25 @@ func TestCallerGet(t *testing.T) {
 	defer srv.Close()
 	c := Caller{Source: "up", Client: srv.Client(), Timeout: 10 * time.Second}
 	ctx := context.Background()
-	body, err := c.Get(ctx, srv.URL+"/ok", http.Header{"X-Key": {"k"}})
-	if err != nil || string(body) != `{"ok":true}` {
-		t.Fatalf("Get=%q, %v", body, err)
+	var answer struct{ OK bool }
+	err := c.Get(ctx, srv.URL+"/ok", http.Header{"X-Key": {"k"}}, "/ok", &answer)
+	if err != nil || !answer.OK {
+		t.Fatalf("Get=%+v, %v", answer, err)
 	}
-	_, err = c.Get(ctx, srv.URL+"/throttled", nil)
+	err = c.Get(ctx, srv.URL+"/throttled", nil, "/throttled", &answer)
 	wantCode(t, err, forecast.EUNAVAILABLE)
 	if d, _ := RetryAfter(err); d != 3*time.Second {
 		t.Fatalf("RetryAfter=%v, want 3s", d)
 	}
-	_, err = c.Get(ctx, srv.URL+"/nope", nil)
+	err = c.Get(ctx, srv.URL+"/nope", nil, "/nope", &answer)
 	wantCode(t, err, forecast.ENOTFOUND)
 
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := c.Get(canceled, srv.URL+"/ok", nil); err != context.Canceled {
+	if err := c.Get(canceled, srv.URL+"/ok", nil, "/ok", &answer); err != context.Canceled {
 		t.Fatalf("canceled Get: %v, want context.Canceled", err)
 	}
 	unreachable := Caller{Source: "up", Client: srv.Client()}
-	_, err = unreachable.Get(ctx, "http://127.0.0.1:1/", nil)
+	err = unreachable.Get(ctx, "http://127.0.0.1:1/", nil, "/", &answer)
 	wantCode(t, err, forecast.EUNAVAILABLE)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/oip"
 )
 
 // Name is the source name in metrics, logs and rate limits.
@@ -54,8 +55,12 @@ type Config struct {
 	// endpoint), which reaches back years in chunks of MaxPastRange;
 	// otherwise Fetch uses /history, which reaches back HistoryWindow.
 	PastRange bool
-	Logger    *slog.Logger     // nil: discard
-	Now       func() time.Time // reads Retry-After dates; nil: time.Now
+	// AnswerBudget bounds the bytes of answers being read at once, shared
+	// with the process's other vendor clients (ingest.Caller.Budget); nil:
+	// one of this client's own (ingest.NewAnswerBudget).
+	AnswerBudget *oip.BodyBudget
+	Logger       *slog.Logger     // nil: discard
+	Now          func() time.Time // reads Retry-After dates; nil: time.Now
 }
 
 // LogValue keeps the token out of logs.
@@ -93,12 +98,15 @@ func New(cfg Config) (*Client, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	cfg.HTTPClient = ingest.SameHostRedirects(cfg.HTTPClient)
+	if cfg.AnswerBudget == nil {
+		cfg.AnswerBudget = ingest.NewAnswerBudget()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Client{
 		cfg: cfg, base: base, log: cfg.Logger,
-		caller: ingest.Caller{Source: Name, Client: cfg.HTTPClient, Timeout: cfg.Timeout, Now: cfg.Now},
+		caller: ingest.Caller{Source: Name, Client: cfg.HTTPClient, Timeout: cfg.Timeout, Now: cfg.Now, Budget: cfg.AnswerBudget},
 	}, nil
 }
 
@@ -240,11 +248,8 @@ func (c *Client) get(ctx context.Context, path string, zone forecast.Zone, signa
 	u.Path += path
 	u.RawQuery = query.Encode()
 	t0 := time.Now()
-	body, err := c.caller.Get(ctx, u.String(), http.Header{"Auth-Token": {c.cfg.Token}})
+	err := c.caller.Get(ctx, u.String(), http.Header{"Auth-Token": {c.cfg.Token}}, path, v)
 	c.log.LogAttrs(ctx, slog.LevelDebug, "electricitymaps: request", slog.String("path", path), slog.String("zone", string(zone)),
 		slog.String("signal", string(signal)), slog.Duration("took", time.Since(t0)), slog.String("code", forecast.ErrorCode(err)))
-	if err != nil {
-		return err
-	}
-	return ingest.DecodeJSON(Name, path, body, v)
+	return err
 }

@@ -20,29 +20,27 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 	if err != nil {
 		return err
 	}
-	body, err := c.send(ctx, path, q, tok)
+	err = c.send(ctx, path, q, tok, v)
 	if ingest.Status(err) == http.StatusUnauthorized && !fresh {
 		c.log.LogAttrs(ctx, slog.LevelInfo, "watttime: token refused; logging in again", slog.String("path", path))
 		if tok, _, err = c.bearer(ctx, tok); err != nil {
 			return err
 		}
-		body, err = c.send(ctx, path, q, tok)
+		err = c.send(ctx, path, q, tok, v)
 	}
-	if err != nil {
-		return err
-	}
-	return ingest.DecodeJSON(Name, path, body, v)
+	return err
 }
 
-func (c *Client) send(ctx context.Context, path string, q url.Values, tok secret) ([]byte, error) {
+// send sends GET path?q with tok and decodes the answer into v.
+func (c *Client) send(ctx context.Context, path string, q url.Values, tok secret, v any) error {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = q.Encode()
 	t0 := time.Now()
-	body, err := c.caller.Get(ctx, u.String(), tok.bearer())
+	err := c.caller.Get(ctx, u.String(), tok.bearer(), path, v)
 	c.log.LogAttrs(ctx, slog.LevelDebug, "watttime: request", slog.String("path", path), slog.String("region", q.Get("region")),
 		slog.Duration("took", time.Since(t0)), slog.String("code", forecast.ErrorCode(err)))
-	return body, err
+	return err
 }
 
 // bearer returns a valid token, logging in when there is none, when it is
@@ -70,17 +68,13 @@ func (c *Client) login(ctx context.Context) (secret, error) {
 	u := *c.base
 	u.Path += path
 	basic := base64.StdEncoding.EncodeToString([]byte(c.cfg.Username + ":" + c.cfg.Password))
-	body, err := c.caller.Get(ctx, u.String(), http.Header{"Authorization": {"Basic " + basic}})
-	if err != nil {
-		if forecast.ErrorCode(err) == forecast.EUNAUTHORIZED {
-			return "", &forecast.Error{Code: forecast.EUNAUTHORIZED, Message: "watttime: login refused: check the username and password", Err: err}
-		}
-		return "", err
-	}
 	var r struct {
 		Token string `json:"token"`
 	}
-	if err := ingest.DecodeJSON(Name, path, body, &r); err != nil {
+	if err := c.caller.Get(ctx, u.String(), http.Header{"Authorization": {"Basic " + basic}}, path, &r); err != nil {
+		if forecast.ErrorCode(err) == forecast.EUNAUTHORIZED {
+			return "", &forecast.Error{Code: forecast.EUNAUTHORIZED, Message: "watttime: login refused: check the username and password", Err: err}
+		}
 		return "", err
 	}
 	if r.Token == "" {

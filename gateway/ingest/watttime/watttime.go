@@ -29,6 +29,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/ingest"
+	"github.com/carbongate/carbongate/oip"
 )
 
 // Name is the source name in metrics, logs and rate limits.
@@ -71,8 +72,12 @@ type Config struct {
 	// History is how far back the account may read historical data, as
 	// Limits reports it to the Poller; 0: no limit.
 	History time.Duration
-	Logger  *slog.Logger     // nil: discard
-	Now     func() time.Time // token expiry and Retry-After dates; nil: time.Now
+	// AnswerBudget bounds the bytes of answers being read at once, shared
+	// with the process's other vendor clients (ingest.Caller.Budget); nil:
+	// one of this client's own (ingest.NewAnswerBudget).
+	AnswerBudget *oip.BodyBudget
+	Logger       *slog.Logger     // nil: discard
+	Now          func() time.Time // token expiry and Retry-After dates; nil: time.Now
 }
 
 // LogValue keeps the credentials out of logs.
@@ -128,6 +133,9 @@ func New(cfg Config) (*Client, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	cfg.HTTPClient = ingest.SameHostRedirects(cfg.HTTPClient)
+	if cfg.AnswerBudget == nil {
+		cfg.AnswerBudget = ingest.NewAnswerBudget()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -136,7 +144,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		cfg: cfg, base: base, log: cfg.Logger,
-		caller: ingest.Caller{Source: Name, Client: cfg.HTTPClient, Timeout: cfg.Timeout, Now: cfg.Now},
+		caller: ingest.Caller{Source: Name, Client: cfg.HTTPClient, Timeout: cfg.Timeout, Now: cfg.Now, Budget: cfg.AnswerBudget},
 	}, nil
 }
 
