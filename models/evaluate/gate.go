@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -126,14 +125,8 @@ func checkGate(g Gate, days int) error {
 // commonIssues keeps, per zone, the issues both versions have at the same
 // time covering the same complete lead days.
 func commonIssues(set *Set, g Gate) (*Set, forecast.Signal, error) {
-	var signals []forecast.Signal
-	for k := range set.Issues {
-		if !slices.Contains(signals, k.Signal) {
-			signals = append(signals, k.Signal)
-		}
-	}
+	signals := set.Signals()
 	if len(signals) > 1 {
-		slices.Sort(signals)
 		return nil, "", forecast.FieldErrorf(forecast.EINVALID, "signal", "the forecasts of %s hold several signals (%v): choose one", g.Model, signals)
 	}
 	out := &Set{LeadDays: set.LeadDays, Issues: map[Key][]Issue{}}

@@ -93,6 +93,18 @@ func (s *Set) Keys() []Key {
 	return ks
 }
 
+// Signals returns the signals of the set's keys, sorted.
+func (s *Set) Signals() []forecast.Signal {
+	var out []forecast.Signal
+	for k := range s.Issues {
+		if !slices.Contains(out, k.Signal) {
+			out = append(out, k.Signal)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Load reads the rows sel selects from fs into a Set. EINVALID (field
 // "lead_days" or "model") for a bad selection; store errors are returned
 // as they come. An empty result is not an error: the Set has no keys.
