@@ -16,6 +16,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/backtest"
+	"github.com/carbongate/carbongate/models/decisions"
 	"github.com/carbongate/carbongate/models/evaluate"
 	"github.com/carbongate/carbongate/models/evaluate/plot"
 	"github.com/carbongate/carbongate/models/workflow"
@@ -36,6 +37,7 @@ type evalFlags struct {
 	model, versions, plots, week, plotSize               string
 	leadDays                                             int
 	common                                               bool
+	dec                                                  decisionFlags
 }
 
 func (f *evalFlags) register(fs *flag.FlagSet) {
@@ -53,6 +55,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.week, "week", "", "first day (YYYY-MM-DD) of the forecast-vs-observed plot (default: the first scored issue day)")
 	fs.StringVar(&f.plotSize, "plot-size", "1200x600", "plot size in pixels, WIDTHxHEIGHT")
 	fs.IntVar(&f.leadDays, "lead-days", evaluate.DefaultLeadDays, "with --store: lead days scored (24 h each)")
+	f.dec.register(fs)
 	fs.BoolVar(&f.common, "common", false, "with --store: score only the issue times every model of a zone and signal has (carbongate's models and a vendor's on the same issues; see docs/vendors.md)")
 }
 
@@ -88,6 +91,12 @@ func evaluateWith(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	size, err := parseSize(f.plotSize)
 	if err != nil {
 		return usagef("--plot-size: %v", err)
+	}
+	if f.dec.on {
+		return evaluateDecisions(ctx, f, open, stdout, stderr)
+	}
+	if f.dec.shapes != decisions.DefaultShapeList || f.dec.shapesFile != "" || f.dec.every != decisions.DefaultEvery {
+		return usagef("--shapes, --shapes-file and --every need --decisions")
 	}
 	if f.store == "" {
 		return evaluateLocal(ctx, f, size, stdout, stderr)
