@@ -24,7 +24,7 @@ const (
 type decisionFlags struct {
 	on                 bool
 	shapes, shapesFile string
-	every              time.Duration
+	every, redecide    time.Duration
 }
 
 func (d *decisionFlags) register(fs *flag.FlagSet) {
@@ -32,6 +32,7 @@ func (d *decisionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.shapes, "shapes", decisions.DefaultShapeList, "with --decisions: comma-separated job shapes DURATION/SLACK[@ZONE+ZONE…] (the job must finish within SLACK of its issue time; with zones it may run in any of them, the first being the run-now baseline)")
 	fs.StringVar(&d.shapesFile, "shapes-file", "", "with --decisions: `file` of shapes, one per line (# comments), instead of --shapes")
 	fs.DurationVar(&d.every, "every", decisions.DefaultEvery, "with --decisions: step between issue times (whole hours)")
+	fs.DurationVar(&d.redecide, "redecide", 0, "with --decisions: re-decide each pick this often (whole hours) with the forecast issued then, while its start is still ahead; 0: decide once")
 }
 
 // parse returns the shapes of --shapes or --shapes-file.
@@ -96,6 +97,9 @@ func evaluateDecisions(ctx context.Context, f evalFlags, open openStoreFunc, std
 	}
 	if f.dec.every <= 0 || f.dec.every%time.Hour != 0 {
 		return usagef("--every %v is not a positive whole number of hours", f.dec.every)
+	}
+	if f.dec.redecide < 0 || f.dec.redecide%time.Hour != 0 {
+		return usagef("--redecide %v is not a whole number of hours", f.dec.redecide)
 	}
 	t0 := time.Now()
 	var rep *decisions.Report
@@ -167,7 +171,7 @@ func decisionsLocal(ctx context.Context, f evalFlags, shapes []decisions.Shape) 
 		sources = append(sources, decisions.Source{Name: sourceGeneric, Forecasts: decisions.ModelForecasts{Fallback: generic, Observed: observed}})
 	}
 	sources = append(sources, decisions.Source{Name: decisions.SeasonalNaive, Forecasts: naive})
-	cfg := decisions.Config{Shapes: shapes, Zones: zs, From: from, To: to, Every: f.dec.every}
+	cfg := decisions.Config{Shapes: shapes, Zones: zs, From: from, To: to, Every: f.dec.every, Redecide: f.dec.redecide}
 	return decisions.Run(ctx, cfg, observed, sources)
 }
 
@@ -202,5 +206,5 @@ func decisionsStore(ctx context.Context, f evalFlags, shapes []decisions.Shape, 
 	if err != nil {
 		return nil, err
 	}
-	return decisions.RunStored(ctx, decisions.StoredConfig{Shapes: shapes, Every: f.dec.every, Signal: sel.Query.Signal}, set, obs)
+	return decisions.RunStored(ctx, decisions.StoredConfig{Shapes: shapes, Every: f.dec.every, Redecide: f.dec.redecide, Signal: sel.Query.Signal}, set, obs)
 }

@@ -102,6 +102,8 @@ func TestEvaluateDecisionsErrors(t *testing.T) {
 		{"bad shape", append([]string{"--decisions", "--shapes", "3h/2h"}, base...), "--shapes"},
 		{"shapes file missing", append([]string{"--decisions", "--shapes-file", "/nonexistent"}, base...), "--shapes-file"},
 		{"every not hours", append([]string{"--decisions", "--every", "90m"}, base...), "--every"},
+		{"redecide not hours", append([]string{"--decisions", "--redecide", "30m"}, base...), "--redecide"},
+		{"redecide without decisions", append([]string{"--redecide", "6h"}, base...), "--decisions"},
 		{"shapes without decisions", append([]string{"--shapes", "1h/2h"}, base...), "--decisions"},
 		{"plots", append([]string{"--decisions", "--plots", "p"}, base...), "--plots"},
 		{"missing flags", []string{"--decisions", "--data", "bundled"}, "required"},

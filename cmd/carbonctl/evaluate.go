@@ -95,8 +95,8 @@ func evaluateWith(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if f.dec.on {
 		return evaluateDecisions(ctx, f, open, stdout, stderr)
 	}
-	if f.dec.shapes != decisions.DefaultShapeList || f.dec.shapesFile != "" || f.dec.every != decisions.DefaultEvery {
-		return usagef("--shapes, --shapes-file and --every need --decisions")
+	if f.dec.shapes != decisions.DefaultShapeList || f.dec.shapesFile != "" || f.dec.every != decisions.DefaultEvery || f.dec.redecide != 0 {
+		return usagef("--shapes, --shapes-file, --every and --redecide need --decisions")
 	}
 	if f.store == "" {
 		return evaluateLocal(ctx, f, size, stdout, stderr)

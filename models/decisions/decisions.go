@@ -33,6 +33,12 @@ type Config struct {
 	// hour-aligned.
 	From, To time.Time
 	Every    time.Duration // 0: DefaultEvery; a whole number of hours
+	// Redecide, when > 0, re-decides each pick every Redecide after its
+	// issue time while its start is still ahead, with the forecast issued
+	// then (the earliest start moving up, the deadline kept), as a
+	// controller re-asking at each new forecast would; a whole number of
+	// hours. A re-decision without a forecast keeps the pick it has.
+	Redecide time.Duration
 }
 
 // Run replays cfg against observed (each zone's observed hourly series,
@@ -56,24 +62,32 @@ func Run(ctx context.Context, cfg Config, observed map[forecast.Zone]forecast.Se
 	for _, s := range cfg.Shapes {
 		hours = max(hours, int(s.Slack/time.Hour))
 	}
-	cache := make([]map[forecast.Zone]issued, len(sources))
+	type key struct {
+		src  int
+		zone forecast.Zone
+		at   int64
+	}
+	cache := map[key]issued{}
+	fetch := func(src int, z forecast.Zone, at time.Time) (forecast.Series, bool, error) {
+		k := key{src, z, at.Unix()}
+		if got, ok := cache[k]; ok {
+			return got.s, got.ok, nil
+		}
+		s, ok, err := sources[src].Forecasts.Issue(ctx, z, at, hours)
+		cache[k] = issued{s, ok}
+		return s, ok, err
+	}
 	for at := cfg.From; !at.After(cfg.To); at = at.Add(cfg.Every) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for i := range cache {
-			cache[i] = map[forecast.Zone]issued{}
-		}
-		fetch := func(src int, z forecast.Zone) (forecast.Series, bool, error) {
-			if got, ok := cache[src][z]; ok {
-				return got.s, got.ok, nil
+		for k := range cache {
+			if k.at < at.Unix() {
+				delete(cache, k)
 			}
-			s, ok, err := sources[src].Forecasts.Issue(ctx, z, at, hours)
-			cache[src][z] = issued{s, ok}
-			return s, ok, err
 		}
 		for r, row := range rows {
-			if err := replay(&accs[r], row, at, observed, len(sources), fetch); err != nil {
+			if err := replay(&accs[r], row, at, cfg.Redecide, observed, len(sources), fetch); err != nil {
 				return nil, err
 			}
 		}
@@ -117,6 +131,9 @@ func check(cfg Config, observed map[forecast.Zone]forecast.Series, sources []Sou
 	if cfg.Every < 0 || cfg.Every%time.Hour != 0 {
 		return cfg, forecast.FieldErrorf(forecast.EINVALID, "every", "the step between issue times %v is not a positive whole number of hours", cfg.Every)
 	}
+	if cfg.Redecide < 0 || cfg.Redecide%time.Hour != 0 {
+		return cfg, forecast.FieldErrorf(forecast.EINVALID, "redecide", "the step between re-decisions %v is not a whole number of hours", cfg.Redecide)
+	}
 	if cfg.From.IsZero() || !cfg.From.Equal(forecast.HourFloor(cfg.From)) || cfg.To.Before(cfg.From) {
 		return cfg, forecast.FieldErrorf(forecast.EINVALID, "from", "issue times need an hour-aligned start (%s) no later than their end (%s)", cfg.From.Format(time.RFC3339), cfg.To.Format(time.RFC3339))
 	}
@@ -151,8 +168,11 @@ func check(cfg Config, observed map[forecast.Zone]forecast.Series, sources []Sou
 	return cfg, nil
 }
 
+// fetchFunc returns source src's forecast of zone issued at at.
+type fetchFunc func(src int, zone forecast.Zone, at time.Time) (forecast.Series, bool, error)
+
 // replay scores one row at one issue time into a.
-func replay(a *accum, r row, at time.Time, observed map[forecast.Zone]forecast.Series, n int, fetch func(int, forecast.Zone) (forecast.Series, bool, error)) error {
+func replay(a *accum, r row, at time.Time, redecide time.Duration, observed map[forecast.Zone]forecast.Series, n int, fetch fetchFunc) error {
 	q := forecast.Query{Duration: r.shape.Duration, EarliestStart: at, Deadline: at.Add(r.shape.Slack), Step: forecast.Hour}
 	obs := make([]forecast.Candidate, len(r.zones))
 	for i, z := range r.zones {
@@ -164,24 +184,27 @@ func replay(a *accum, r row, at time.Time, observed map[forecast.Zone]forecast.S
 		obs[i] = forecast.Candidate{Zone: z, Series: w}
 	}
 	picks := make([]float64, n)
-	cands := make([]forecast.Candidate, len(r.zones))
 	for src := range n {
-		for i, z := range r.zones {
-			s, ok, err := fetch(src, z)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				a.skipped++
-				return nil
-			}
-			cands[i] = forecast.Candidate{Zone: z, Series: s}
-		}
-		res, err := forecast.Search(q, cands)
+		w, ok, err := pick(q, r.zones, src, fetch)
 		if err != nil {
 			return err
 		}
-		if picks[src], err = observedMean(obs, res.Best); err != nil {
+		if !ok {
+			a.skipped++
+			return nil
+		}
+		for t := at.Add(redecide); redecide > 0 && t.Before(w.Start); t = t.Add(redecide) {
+			q.EarliestStart = t
+			again, ok, err := pick(q, r.zones, src, fetch)
+			if err != nil {
+				return err
+			}
+			if ok {
+				w = again
+			}
+		}
+		q.EarliestStart = at
+		if picks[src], err = observedMean(obs, w); err != nil {
 			return err
 		}
 	}
@@ -195,6 +218,21 @@ func replay(a *accum, r row, at time.Time, observed map[forecast.Zone]forecast.S
 	}
 	a.add(now, best.Best.Mean, picks)
 	return nil
+}
+
+// pick is the window source src picks for q with the forecasts it issued
+// at q.EarliestStart; false when it has none for a zone.
+func pick(q forecast.Query, zones []forecast.Zone, src int, fetch fetchFunc) (forecast.Window, bool, error) {
+	cands := make([]forecast.Candidate, len(zones))
+	for i, z := range zones {
+		s, ok, err := fetch(src, z, q.EarliestStart)
+		if err != nil || !ok {
+			return forecast.Window{}, false, err
+		}
+		cands[i] = forecast.Candidate{Zone: z, Series: s}
+	}
+	res, err := forecast.Search(q, cands)
+	return res.Best, err == nil, err
 }
 
 // observedMean charges w the observed mean intensity of its zone.

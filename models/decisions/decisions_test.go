@@ -226,6 +226,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"unaligned from", func(c *decisions.Config) { c.From = t0.Add(time.Minute) }, src, "from"},
 		{"to before from", func(c *decisions.Config) { c.To = t0.Add(-time.Hour) }, src, "from"},
 		{"every 90m", func(c *decisions.Config) { c.Every = 90 * time.Minute }, src, "every"},
+		{"redecide 30m", func(c *decisions.Config) { c.Redecide = 30 * time.Minute }, src, "redecide"},
 		{"oracle name", func(*decisions.Config) {}, []decisions.Source{{Name: decisions.Oracle, Forecasts: perfect(obs)}}, "sources"},
 		{"same name", func(*decisions.Config) {}, append(src, src...), "sources"},
 	} {
@@ -236,6 +237,50 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			_, err := decisions.Run(context.Background(), c, obs, tc.src)
 			if forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != tc.field {
 				t.Fatalf("err %v, want EINVALID on %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// byIssue forecasts per issue time (hours after t0), from the issue time.
+type byIssue map[int][]float64
+
+func (b byIssue) Issue(_ context.Context, _ forecast.Zone, at time.Time, hours int) (forecast.Series, bool, error) {
+	v, ok := b[int(at.Sub(t0)/time.Hour)]
+	if !ok {
+		return forecast.Series{}, false, nil
+	}
+	return forecast.Series{Start: at, Values: v[:hours]}, true, nil
+}
+
+// Re-deciding: the forecast issued at 0 points at hour 3 (observed 6), the
+// one issued at 1 at hour 1 (observed 2, the oracle's pick). Deciding once
+// saves 4 of 8; re-deciding every hour while the start is ahead saves 8.
+// A re-decision without a forecast keeps the pick.
+func TestRunRedecide(t *testing.T) {
+	obs := map[forecast.Zone]forecast.Series{"DE": series(10, 2, 8, 6, 9, 9, 9)}
+	src := byIssue{0: {9, 9, 9, 1, 9, 9}, 1: {1, 9, 9, 9, 9}, 2: {9, 1, 9, 9}}
+	gap := byIssue{0: {9, 9, 9, 1, 9, 9}, 2: {9, 1, 9, 9}} // at 2: hour 3 still best
+	for _, tc := range []struct {
+		name     string
+		redecide time.Duration
+		src      decisions.Forecasts
+		want     float64
+	}{
+		{"once", 0, src, 4},
+		{"every hour", time.Hour, src, 8},
+		{"every 2 hours", 2 * time.Hour, src, 4},
+		{"no forecast at 1", time.Hour, gap, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := decisions.Run(context.Background(), decisions.Config{
+				Shapes: []decisions.Shape{shape(t, "1h/4h")}, Zones: []forecast.Zone{"DE"}, From: t0, To: t0, Redecide: tc.redecide,
+			}, obs, []decisions.Source{{Name: "x", Forecasts: tc.src}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Rows[0]; r.Oracle.Saving != 8 || r.Sources[0].Saving != tc.want {
+				t.Fatalf("oracle saves %v, source %v; want 8 and %v", r.Oracle.Saving, r.Sources[0].Saving, tc.want)
 			}
 		})
 	}

@@ -15,6 +15,9 @@ import (
 type StoredConfig struct {
 	Shapes []Shape
 	Every  time.Duration // 0: DefaultEvery
+	// Redecide is Config.Redecide: re-decisions use the forecast stored
+	// at each re-decision time.
+	Redecide time.Duration
 	// Signal is the signal replayed; "" when the set holds one only.
 	Signal forecast.Signal
 }
@@ -77,7 +80,7 @@ func RunStored(ctx context.Context, cfg StoredConfig, set *evaluate.Set, obs eva
 		sources = append(sources, Source{Name: name, Forecasts: stored[name]})
 	}
 	sources = append(sources, Source{Name: SeasonalNaive, Forecasts: naive})
-	return Run(ctx, Config{Shapes: cfg.Shapes, Zones: zones, From: forecast.HourFloor(from), To: to, Every: cfg.Every}, observed, sources)
+	return Run(ctx, Config{Shapes: cfg.Shapes, Zones: zones, From: forecast.HourFloor(from), To: to, Every: cfg.Every, Redecide: cfg.Redecide}, observed, sources)
 }
 
 // baselineLookback is the history the seasonal-naive source reads.
