@@ -57,7 +57,7 @@ func RidgeInterval(tb testing.TB, name string, zone forecast.Zone, seed int) mod
 
 func tiny() ridge.Config {
 	c := ridge.DefaultConfig()
-	c.Lookback, c.Horizon, c.NormWindow, c.Origins = Lookback, Horizon, 24, 1
+	c.Lookback, c.Horizon, c.NormWindow, c.Origins, c.Profile = Lookback, Horizon, 24, 1, 0
 	c.Lags = []int{1, 2, 3, 6, 12, 24, 48}
 	return c
 }
