@@ -71,10 +71,11 @@ type workload struct {
 }
 
 // decideWorkload holds a Job or bare Pod that opted in (see package hold).
-// Anything carbongate cannot decide (no candidate region, the gateway
-// unavailable) admits the workload unheld with the unscheduled annotation:
-// carbongate never blocks a Job; an invalid or infeasible request is
-// denied with 400, naming the annotation.
+// Anything carbongate cannot decide or place (no candidate region, a
+// deadline too soon, a run longer than the forecast horizon, the gateway
+// unavailable) admits the workload unheld with the unscheduled annotation
+// saying why: carbongate never blocks a workload. Only a malformed object
+// or an annotation that does not parse is denied with 400, naming it.
 func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
 	wc := w.cfg.Workloads
 	if wc.Cluster == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
@@ -109,6 +110,9 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
+	if deadline.Before(now.Add(dur)) {
+		return w.unheld(req.Object.Raw, wl, fmt.Sprintf("cannot place: the deadline %s is sooner than now (%s) plus the duration %v", deadline.Format(time.RFC3339), now.Format(time.RFC3339), dur))
+	}
 	watts, bad := powerOf(wl.meta)
 	if bad != "" {
 		return deny(400, "%s", bad)
@@ -123,8 +127,8 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	}
 	d, err := w.schedule(ctx, sched, zones, s)
 	if err != nil {
-		if userFault(err) {
-			return deny(400, "%s", forecast.ErrorMessage(err))
+		if userFault(err) { // e.g. longer than the forecast horizon
+			return w.unheld(req.Object.Raw, wl, "cannot place: "+forecast.ErrorMessage(err))
 		}
 		return w.unheld(req.Object.Raw, wl, w.failed(err, object{}).message)
 	}
@@ -225,11 +229,8 @@ func (w *Webhook) workloadWindow(wl workload, nsAnnotations map[string]string, n
 	}
 	if v, ok := wl.meta.Annotations[hold.AnnotationDeadline]; ok {
 		t, err := time.Parse(time.RFC3339, v)
-		switch {
-		case err != nil:
+		if err != nil {
 			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %q is not an RFC 3339 time like 2021-06-03T00:00:00Z", hold.AnnotationDeadline, v)
-		case t.Before(now.Add(dur)):
-			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %s is sooner than now (%s) plus the duration %v", hold.AnnotationDeadline, v, now.Format(time.RFC3339), dur)
 		}
 		return dur, t.UTC(), ""
 	}

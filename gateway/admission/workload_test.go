@@ -220,7 +220,6 @@ func TestWorkloadBadInput(t *testing.T) {
 	w := workloadHook(t, &fakeScheduler{}, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, "")
 	for _, tc := range []struct{ annotations map[string]string }{
 		{map[string]string{hold.AnnotationDeadline: "tomorrow"}},
-		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Minute).Format(time.RFC3339)}},
 		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "-PT1H"}},
 		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "soon"}},
 		{map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Hour).Format(time.RFC3339), hold.AnnotationPowerWatts: "-5"}},
@@ -241,12 +240,42 @@ func TestWorkloadUnheld(t *testing.T) {
 		"gateway unavailable": workloadHook(t, down, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, ""),
 		"no region":           workloadHook(t, &fakeScheduler{}, fakeCluster{ns: optedIn()}, ""),
 	} {
-		var got batchv1.Job
-		r := admitInto(t, w, workloadRequest(t, admissionv1.Create, job("batch", nil, false), nil), &got)
-		if !r.Allowed || *got.Spec.Suspend || got.Labels[hold.Label] != "" || got.Annotations[AnnotationUnscheduled] == "" {
-			t.Errorf("%s: allowed=%v suspend=%v labels=%v annotations=%v, want admitted unheld with why", name, r.Allowed, *got.Spec.Suspend, got.Labels, got.Annotations)
-		}
+		checkUnheld(t, name, w, job("batch", nil, false), "")
 	}
+}
+
+// checkUnheld admits in and checks it is admitted unheld, with the
+// unscheduled annotation (containing why) and a warning.
+func checkUnheld(t *testing.T, name string, w *Webhook, in runtime.Object, why string) {
+	t.Helper()
+	var got batchv1.Job
+	r := admitInto(t, w, workloadRequest(t, admissionv1.Create, in, nil), &got)
+	if !r.Allowed || *got.Spec.Suspend || got.Labels[hold.Label] != "" || got.Annotations[AnnotationUnscheduled] == "" || len(r.Warnings) == 0 {
+		t.Errorf("%s: allowed=%v (%+v) suspend=%v labels=%v annotations=%v, want admitted unheld with why", name, r.Allowed, r.Result, *got.Spec.Suspend, got.Labels, got.Annotations)
+	}
+	if !strings.Contains(got.Annotations[AnnotationUnscheduled], why) {
+		t.Errorf("%s: unscheduled %q, want it to say %q", name, got.Annotations[AnnotationUnscheduled], why)
+	}
+}
+
+// TestWorkloadCannotPlace: what carbongate cannot place runs unheld, with
+// the real gateway's reason, never denied.
+func TestWorkloadCannotPlace(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	w, err := New(Config{Scheduler: g.Service, Data: mustBundle(t), Workloads: Workloads{
+		Cluster: fakeCluster{regions: []string{"westeurope", "swedencentral"}, ns: optedIn()},
+		Now:     func() time.Time { return replayStart }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := job("batch", nil, false)
+	long.Spec.ActiveDeadlineSeconds = new(int64(432000)) // 120 h
+	checkUnheld(t, "activeDeadlineSeconds beyond the horizon", w, long, "longer than the forecast horizon")
+	long = job("web", map[string]string{hold.AnnotationDeadline: replayStart.Add(200 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "P5D"}, false)
+	checkUnheld(t, "duration beyond the horizon", w, long, "longer than the forecast horizon")
+	soon := job("web", map[string]string{hold.AnnotationDeadline: replayStart.Add(30 * time.Minute).Format(time.RFC3339)}, false)
+	checkUnheld(t, "deadline too soon", w, soon, "sooner than now")
 }
 
 func TestWorkloadUpdateKeepsDecision(t *testing.T) {
