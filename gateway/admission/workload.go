@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -30,9 +29,9 @@ const (
 // Cluster is what the webhook reads of the cluster to hold Jobs and Pods:
 // an informer cache in production.
 type Cluster interface {
-	// NodeRegions returns the distinct values of the nodes' region label
-	// (hold.RegionLabel), sorted.
-	NodeRegions() []string
+	// Nodes returns the cluster's nodes: their names, labels and taints
+	// are read (nothing else need be filled in), never written.
+	Nodes() []*corev1.Node
 	// Namespace returns a namespace's labels and annotations, ok false
 	// when it is not known.
 	Namespace(name string) (labels, annotations map[string]string, ok bool)
@@ -117,22 +116,22 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
-	zones, reps, regions := w.workloadCandidates(allowedRegions(wl.pod))
-	if len(zones) == 0 {
-		return w.unheld(req.Object.Raw, wl, "no candidate region: no node carries the label "+hold.RegionLabel+" with a region of a grid zone (that the pod's node selector or affinity allows), and no cluster region is configured")
+	cand := w.workloadCandidates(wl.pod)
+	if len(cand.zones) == 0 {
+		return w.unheld(req.Object.Raw, wl, cand.why)
 	}
 	s := spec{Duration: dur.String(), Deadline: deadline.Format(time.RFC3339)}
-	if z := w.zoneOf(wc.Region); z != "" && slices.Contains(zones, z) {
+	if z := w.zoneOf(wc.Region); z != "" && slices.Contains(cand.zones, z) {
 		s.Origin = string(z) // run now here is the baseline
 	}
-	d, err := w.schedule(ctx, sched, zones, s)
+	d, err := w.schedule(ctx, sched, cand.zones, s)
 	if err != nil {
 		if userFault(err) { // e.g. longer than the forecast horizon
 			return w.unheld(req.Object.Raw, wl, "cannot place: "+forecast.ErrorMessage(err))
 		}
 		return w.unheld(req.Object.Raw, wl, w.failed(err, object{}).message)
 	}
-	region := reps[d.Decision.Zone]
+	region := cand.reps[d.Decision.Zone]
 	dec := hold.Decision{Region: region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: deadline.Add(-dur)}
 	prov, err := provenanceJSON(region, d, requestID)
 	if err != nil {
@@ -151,7 +150,7 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
 		setAnnotation(wl.meta, hold.AnnotationAvoidedGrams, strconv.FormatFloat(g, 'f', 1, 64))
 	}
-	if len(regions) > 1 && region != "" {
+	if len(cand.regions) > 1 && region != "" {
 		pin(wl.pod, region)
 	}
 	wl.hold()
@@ -241,70 +240,6 @@ func (w *Webhook) workloadWindow(wl workload, nsAnnotations map[string]string, n
 		}
 	}
 	return dur, now.Add(delay + dur), ""
-}
-
-// workloadCandidates returns the zones the cluster's regions lie in (those
-// of allowed when it is not nil), each zone's representative region (the
-// first by name), and the regions.
-func (w *Webhook) workloadCandidates(allowed []string) ([]forecast.Zone, map[forecast.Zone]string, []string) {
-	wc := w.cfg.Workloads
-	names := wc.Cluster.NodeRegions()
-	if len(names) == 0 && wc.Region != "" {
-		names = []string{wc.Region}
-	}
-	if allowed != nil {
-		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !slices.Contains(allowed, n) })
-	}
-	reps := map[forecast.Zone]string{}
-	for _, name := range slices.Sorted(slices.Values(names)) {
-		if z := w.zoneOf(name); z != "" {
-			if _, ok := reps[z]; !ok {
-				reps[z] = name
-			}
-		}
-	}
-	zones := slices.Sorted(maps.Keys(reps))
-	return zones, reps, names
-}
-
-// allowedRegions returns the regions a pod spec's node selector and
-// required node affinity (operator In on hold.RegionLabel) leave its pods,
-// or nil when they do not restrict the region. A residency rule written as
-// affinity is so kept.
-func allowedRegions(ps *corev1.PodSpec) []string {
-	var allowed []string
-	restricted := false
-	if r, ok := ps.NodeSelector[hold.RegionLabel]; ok {
-		allowed, restricted = []string{r}, true
-	}
-	if ps.Affinity == nil || ps.Affinity.NodeAffinity == nil || ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return allowed
-	}
-	var union []string
-	for _, term := range ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		var in []string // this term's regions; nil: any
-		for _, e := range term.MatchExpressions {
-			if e.Key != hold.RegionLabel || e.Operator != corev1.NodeSelectorOpIn {
-				continue
-			}
-			if in == nil {
-				in = slices.Clone(e.Values)
-			} else {
-				in = slices.DeleteFunc(in, func(r string) bool { return !slices.Contains(e.Values, r) })
-			}
-		}
-		if in == nil { // a term without a region rule: any region
-			return allowed
-		}
-		union = append(union, in...)
-	}
-	if len(union) == 0 && len(ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
-		return allowed
-	}
-	if restricted {
-		return slices.DeleteFunc(allowed, func(r string) bool { return !slices.Contains(union, r) })
-	}
-	return union
 }
 
 // zoneOf returns the grid zone of a region name of the cluster's provider.

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,14 +20,25 @@ import (
 	"github.com/carbongate/carbongate/gateway/hold"
 )
 
-// fakeCluster has nodes in regions and namespaces with labels and
-// annotations.
+// fakeCluster has nodes (one per region of regions, then nodes) and
+// namespaces with labels and annotations.
 type fakeCluster struct {
 	regions []string
+	nodes   []*corev1.Node
 	ns      map[string][2]map[string]string // name → labels, annotations
 }
 
-func (f fakeCluster) NodeRegions() []string { return f.regions }
+func (f fakeCluster) Nodes() []*corev1.Node {
+	var nodes []*corev1.Node
+	for i, r := range f.regions {
+		nodes = append(nodes, node(fmt.Sprintf("node-%d", i), map[string]string{hold.RegionLabel: r}))
+	}
+	return append(nodes, f.nodes...)
+}
+
+func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
 func (f fakeCluster) Namespace(name string) (map[string]string, map[string]string, bool) {
 	n, ok := f.ns[name]
 	return n[0], n[1], ok
@@ -194,7 +206,8 @@ func TestWorkloadsLeftAlone(t *testing.T) {
 
 func TestHoldPod(t *testing.T) {
 	t.Parallel()
-	w := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL"}}, fakeCluster{regions: []string{"westeurope", "uksouth"}, ns: optedIn()}, "")
+	w := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL"}}, fakeCluster{ns: optedIn(), nodes: []*corev1.Node{
+		node("we", map[string]string{hold.RegionLabel: "westeurope", "disk": "ssd"}), node("uk", map[string]string{hold.RegionLabel: "uksouth", "gpu": "a100"})}}, "")
 	in := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "batch"},
 		Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
@@ -296,35 +309,98 @@ func TestWorkloadUpdateKeepsDecision(t *testing.T) {
 	}
 }
 
-func TestAllowedRegions(t *testing.T) {
+func TestPodRegions(t *testing.T) {
 	t.Parallel()
 	req := func(op corev1.NodeSelectorOperator, key string, vals ...string) corev1.NodeSelectorRequirement {
 		return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: vals}
 	}
-	terms := func(ts ...[]corev1.NodeSelectorRequirement) *corev1.Affinity {
-		sel := &corev1.NodeSelector{}
-		for _, r := range ts {
-			sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchExpressions: r})
-		}
-		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
+	terms := func(ts ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: ts}}}
 	}
-	in := corev1.NodeSelectorOpIn
+	exprs := func(rs ...corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: rs}
+	}
+	gpu := corev1.Taint{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	nodes := []*corev1.Node{
+		node("we-1", map[string]string{hold.RegionLabel: "westeurope", "disk": "ssd", "cores": "8"}),
+		node("we-2", map[string]string{hold.RegionLabel: "westeurope", "disk": "hdd", "cores": "64"}),
+		node("se-1", map[string]string{hold.RegionLabel: "swedencentral", "disk": "ssd", "cores": "16"}),
+		node("pl-1", map[string]string{hold.RegionLabel: "polandcentral", "cores": "32"}, gpu),
+		node("pl-2", map[string]string{hold.RegionLabel: "polandcentral", "cores": "4"},
+			corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}, corev1.Taint{Key: "x", Effect: corev1.TaintEffectNoExecute}),
+		node("unlabelled", map[string]string{"disk": "ssd"}),
+	}
+	in, notIn := corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn
 	for _, tc := range []struct {
 		name string
 		ps   corev1.PodSpec
 		want []string
 	}{
-		{"nothing", corev1.PodSpec{}, nil},
-		{"node selector", corev1.PodSpec{NodeSelector: map[string]string{hold.RegionLabel: "westeurope"}}, []string{"westeurope"}},
-		{"other keys only", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, "disk", "ssd")})}, nil},
-		{"one term", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a", "b")})}, []string{"a", "b"}},
-		{"ANDed in a term", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a", "b"), req(in, hold.RegionLabel, "b", "c")})}, []string{"b"}},
-		{"ORed terms", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a")}, []corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "c")})}, []string{"a", "c"}},
-		{"a term without a region rule", corev1.PodSpec{Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a")}, []corev1.NodeSelectorRequirement{req(in, "disk", "ssd")})}, nil},
-		{"selector and affinity", corev1.PodSpec{NodeSelector: map[string]string{hold.RegionLabel: "a"}, Affinity: terms([]corev1.NodeSelectorRequirement{req(in, hold.RegionLabel, "a", "b")})}, []string{"a"}},
+		{"nothing: untainted regions", corev1.PodSpec{}, []string{"westeurope", "swedencentral"}},
+		{"tolerating the gpu taint", corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}}, []string{"westeurope", "swedencentral", "polandcentral"}},
+		{"tolerating another value", corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "gpu", Value: "false"}}}, []string{"westeurope", "swedencentral"}},
+		{"region selector", corev1.PodSpec{NodeSelector: map[string]string{hold.RegionLabel: "swedencentral"}}, []string{"swedencentral"}},
+		{"hostname selector", corev1.PodSpec{NodeSelector: map[string]string{"disk": "hdd"}}, []string{"westeurope"}},
+		{"NotIn", corev1.PodSpec{Affinity: terms(exprs(req(notIn, hold.RegionLabel, "swedencentral")))}, []string{"westeurope"}},
+		{"In, ANDed in a term", corev1.PodSpec{Affinity: terms(exprs(req(in, hold.RegionLabel, "westeurope", "swedencentral"), req(in, "disk", "ssd")))}, []string{"westeurope", "swedencentral"}},
+		{"other label only", corev1.PodSpec{Affinity: terms(exprs(req(in, "disk", "hdd")))}, []string{"westeurope"}},
+		{"Exists, DoesNotExist", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpDoesNotExist, "disk")), exprs(req(corev1.NodeSelectorOpExists, "nothing")))}, nil},
+		{"Gt", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpGt, "cores", "10")))}, []string{"westeurope", "swedencentral"}},
+		{"Lt", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpLt, "cores", "10")))}, []string{"westeurope"}},
+		{"ORed terms", corev1.PodSpec{Affinity: terms(exprs(req(in, "disk", "nvme")), exprs(req(in, hold.RegionLabel, "swedencentral")))}, []string{"swedencentral"}},
+		{"matchFields", corev1.PodSpec{Affinity: terms(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{req(in, "metadata.name", "se-1")}})}, []string{"swedencentral"}},
+		{"selector and affinity", corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}, Affinity: terms(exprs(req(notIn, hold.RegionLabel, "westeurope")))}, []string{"swedencentral"}},
+		{"an invalid term matches nothing", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpGt, "cores", "many")))}, nil},
 	} {
-		if got := allowedRegions(&tc.ps); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		got, labelled := podRegions(nodes, &tc.ps)
+		if !slices.Equal(got, tc.want) || !labelled {
+			t.Errorf("%s: %v (labelled %v), want %v", tc.name, got, labelled, tc.want)
+		}
+	}
+	if got, labelled := podRegions(nodes[5:], &corev1.PodSpec{}); got != nil || labelled {
+		t.Errorf("no labelled node: %v %v, want none and unlabelled", got, labelled)
+	}
+}
+
+// TestHoldPodWhereItMayRun: the pod is pinned only to a region its own
+// constraints admit, or left unpinned and unheld.
+func TestHoldPodWhereItMayRun(t *testing.T) {
+	t.Parallel()
+	// SE ranks first: a pin that ignored the pod's constraints would choose it.
+	fs := &fakeScheduler{ranking: []forecast.Zone{"SE", "NL", "DE"}}
+	cl := fakeCluster{ns: optedIn(), nodes: []*corev1.Node{
+		node("we-1", map[string]string{hold.RegionLabel: "westeurope", "kubernetes.io/hostname": "we-1"}),
+		node("se-1", map[string]string{hold.RegionLabel: "unmeasured", "kubernetes.io/hostname": "se-1"}),
+		node("de-1", map[string]string{hold.RegionLabel: "germanyn", "kubernetes.io/hostname": "de-1"}),
+	}}
+	w := workloadHook(t, fs, cl, "")
+	pod := func(ps corev1.PodSpec) *corev1.Pod {
+		ps.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+		return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "batch"}, Spec: ps}
+	}
+	notSE := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"unmeasured"}}}}}}}}
+	for _, tc := range []struct {
+		name string
+		ps   corev1.PodSpec
+		want string // region; "": unheld
+	}{
+		{"NotIn the best region", corev1.PodSpec{Affinity: notSE}, "westeurope"},
+		{"on a node of westeurope", corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": "we-1"}}, "westeurope"},
+		{"on no node", corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": "gone"}}, ""},
+	} {
+		var got corev1.Pod
+		r := admitInto(t, w, workloadRequest(t, admissionv1.Create, pod(tc.ps), nil), &got)
+		d, _ := hold.Parse(got.Annotations)
+		if !r.Allowed || d.Region != tc.want {
+			t.Errorf("%s: allowed %v, region %q (annotations %v), want %q", tc.name, r.Allowed, d.Region, got.Annotations, tc.want)
+		}
+		if tc.want != "" {
+			continue
+		}
+		if len(got.Spec.SchedulingGates) != 0 || got.Spec.Affinity != nil || !strings.Contains(got.Annotations[AnnotationUnscheduled], "admit no node") {
+			t.Errorf("%s: gates %v affinity %+v annotations %v, want unheld, unpinned, with why", tc.name, got.Spec.SchedulingGates, got.Spec.Affinity, got.Annotations)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,11 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/carbongate/carbongate/gateway/admission"
-	"github.com/carbongate/carbongate/gateway/hold"
 )
 
-// clusterView is admission.Cluster over the informer cache: nodes and
-// namespaces as metadata only.
+// clusterView is admission.Cluster over the informer cache: nodes (names,
+// labels and taints) and namespaces (metadata only).
 type clusterView struct {
 	reader client.Reader
 	log    *slog.Logger
@@ -33,24 +31,34 @@ func metaOf(kind string) *metav1.PartialObjectMetadata {
 	return m
 }
 
-// NodeRegions returns the distinct region labels of the nodes, sorted.
-func (v *clusterView) NodeRegions() []string {
+// Nodes returns the cached nodes (names, labels and taints: see
+// nodeTransform), not copied: the caller only reads them.
+func (v *clusterView) Nodes() []*corev1.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := v.reader.List(ctx, list); err != nil {
+	var list corev1.NodeList
+	if err := v.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		v.log.Warn("controller: listing nodes", "error", err)
 		return nil
 	}
-	var regions []string
-	for _, n := range list.Items {
-		if r := n.Labels[hold.RegionLabel]; r != "" && !slices.Contains(regions, r) {
-			regions = append(regions, r)
-		}
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
 	}
-	slices.Sort(regions)
-	return regions
+	return nodes
+}
+
+// nodeTransform keeps of a Node what the webhook's placement reads: name,
+// labels and taints (a node's status, its images and conditions, is most
+// of its size).
+func nodeTransform(o any) (any, error) {
+	n, ok := o.(*corev1.Node)
+	if !ok { // a tombstone
+		return o, nil
+	}
+	return &corev1.Node{TypeMeta: n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels},
+		Spec:       corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable}}, nil
 }
 
 // Namespace returns a namespace's labels and annotations.

@@ -129,6 +129,8 @@ func New(cfg Config) (*Controller, error) {
 				// Only held workloads are cached: not every Pod of the cluster.
 				&batchv1.Job{}: {Label: held},
 				&corev1.Pod{}:  {Label: held},
+				// The webhook's placement reads nodes' labels and taints.
+				&corev1.Node{}: {Transform: nodeTransform},
 			}},
 	})
 	if err != nil {
@@ -138,9 +140,9 @@ func New(cfg Config) (*Controller, error) {
 	c.cluster = &clusterView{reader: mgr.GetCache(), log: cfg.Logger}
 	// The webhook's informers start with the cache, not at the first
 	// admission (which would wait for them to sync).
-	for _, kind := range []string{"Node", "Namespace"} {
-		if _, err := mgr.GetCache().GetInformer(context.Background(), metaOf(kind)); err != nil {
-			return nil, fmt.Errorf("controller: %s informer: %w", kind, err)
+	for _, obj := range []client.Object{&corev1.Node{}, metaOf("Namespace")} {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+			return nil, fmt.Errorf("controller: %T informer: %w", obj, err)
 		}
 	}
 	if err := c.setup(); err != nil {

@@ -1,0 +1,87 @@
+package admission
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// candidates are the regions a workload may be placed in.
+type candidates struct {
+	zones   []forecast.Zone          // distinct grid zones of regions, sorted
+	reps    map[forecast.Zone]string // each zone's representative region: the first by name
+	regions []string                 // the regions the pod may run in
+	why     string                   // when zones is empty: why
+}
+
+// workloadCandidates returns the regions the pod spec ps may run in: the
+// region labels (hold.RegionLabel) of the cluster's nodes that its own
+// scheduling constraints admit, as the scheduler evaluates them
+// (nodeSelector, required node affinity with matchExpressions and
+// matchFields, NoSchedule and NoExecute taints against its tolerations).
+// When no node carries a region label the cluster's configured region is
+// the only candidate (time-shifting only).
+func (w *Webhook) workloadCandidates(ps *corev1.PodSpec) candidates {
+	wc := w.cfg.Workloads
+	names, labelled := podRegions(wc.Cluster.Nodes(), ps)
+	if !labelled && wc.Region != "" {
+		names = []string{wc.Region}
+	}
+	c := candidates{reps: map[forecast.Zone]string{}, regions: names}
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		if z := w.zoneOf(name); z != "" {
+			if _, ok := c.reps[z]; !ok {
+				c.reps[z] = name
+			}
+		}
+	}
+	c.zones = slices.Sorted(maps.Keys(c.reps))
+	switch {
+	case len(c.zones) > 0:
+	case !labelled:
+		c.why = "no candidate region: no node carries the label " + hold.RegionLabel + " and no cluster region is configured (or it has no grid zone)"
+	case len(names) == 0:
+		c.why = "no candidate region: the pod's node selector, required node affinity and tolerations admit no node labelled " + hold.RegionLabel
+	default:
+		c.why = "no candidate region: no region the pod may run in has a grid zone"
+	}
+	return c
+}
+
+// podRegions returns the distinct region labels, in node order, of the
+// nodes that ps's scheduling constraints admit, and whether any node
+// carries a region label at all.
+func podRegions(nodes []*corev1.Node, ps *corev1.PodSpec) (regions []string, labelled bool) {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: *ps})
+	for _, n := range nodes {
+		r := n.Labels[hold.RegionLabel]
+		if r == "" {
+			continue
+		}
+		labelled = true
+		if slices.Contains(regions, r) {
+			continue
+		}
+		if ok, err := affinity.Match(n); err != nil || !ok { // an invalid term matches nothing, as for the scheduler
+			continue
+		}
+		if _, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, ps.Tolerations, blocksScheduling, false); untolerated {
+			continue
+		}
+		regions = append(regions, r)
+	}
+	return regions, labelled
+}
+
+// blocksScheduling reports whether a taint keeps untolerating pods off a
+// node (PreferNoSchedule does not).
+func blocksScheduling(t *corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
