@@ -154,6 +154,9 @@ type outcome struct {
 	code    int32  // status code of a denial
 	message string // why it was denied, or why a fail-open admission is unscheduled
 	patch   []op
+	// warnings of an admission, besides message: about inputs carbongate
+	// replaced by their defaults.
+	warnings []string
 }
 
 func allow() outcome { return outcome{allowed: true} }
@@ -298,6 +301,11 @@ func (o outcome) response(uid types.UID) *admissionv1.AdmissionResponse {
 	case o.message != "":
 		r.Result = &metav1.Status{Status: metav1.StatusSuccess, Message: o.message}
 		r.Warnings = []string{forecast.Clip(o.message, maxWarning)}
+	}
+	if o.allowed {
+		for _, m := range o.warnings {
+			r.Warnings = append(r.Warnings, forecast.Clip(m, maxWarning))
+		}
 	}
 	if len(o.patch) > 0 {
 		b, err := marshalPatch(o.patch)

@@ -26,10 +26,13 @@ import (
 var replayStart = time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // newGateway returns the embedded gateway over the bundled data with a
-// replay clock that does not advance.
-func newGateway(t testing.TB) *wiring.Gateway {
+// replay clock that does not advance, stopped at replayStart.
+func newGateway(t testing.TB) *wiring.Gateway { return newGatewayAt(t, replayStart) }
+
+// newGatewayAt is newGateway with its clock stopped at start.
+func newGatewayAt(t testing.TB, start time.Time) *wiring.Gateway {
 	t.Helper()
-	clk, err := clock.NewReplay(replayStart, func() time.Time { return replayStart })
+	clk, err := clock.NewReplay(start, func() time.Time { return start })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,38 +104,51 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if why := wl.eligible(); why != "" {
 		return allow()
 	}
-	now := wc.Now().UTC()
-	dur, deadline, bad := w.workloadWindow(wl, nsAnnotations, now)
+	win, bad := w.workloadWindow(wl, req.Namespace, nsAnnotations, wc.Now().UTC())
 	if bad != "" {
 		return deny(400, "%s", bad)
-	}
-	if deadline.Before(now.Add(dur)) {
-		return w.unheld(req.Object.Raw, wl, fmt.Sprintf("cannot place: the deadline %s is sooner than now (%s) plus the duration %v", deadline.Format(time.RFC3339), now.Format(time.RFC3339), dur))
 	}
 	watts, bad := powerOf(wl.meta)
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
+	o := w.placeWorkload(ctx, req.Object.Raw, wl, win, watts, requestID, sched)
+	o.warnings = append(o.warnings, win.warnings...)
+	return o
+}
+
+// placeWorkload holds wl for the decision over its candidate regions, or
+// admits it unheld saying why.
+func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, win window, watts float64, requestID string, sched Scheduler) outcome {
+	if win.runNow != "" {
+		o := w.unheld(raw, wl, win.runNow)
+		o.message = "" // not a failure: no warning
+		return o
+	}
+	dur, deadline := win.dur, win.deadline
+	if deadline.Before(win.now.Add(dur)) {
+		return w.unheld(raw, wl, fmt.Sprintf("cannot place: the deadline %s is sooner than now (%s) plus the duration %v", deadline.Format(time.RFC3339), win.now.Format(time.RFC3339), dur))
+	}
 	cand := w.workloadCandidates(wl.pod)
 	if len(cand.zones) == 0 {
-		return w.unheld(req.Object.Raw, wl, cand.why)
+		return w.unheld(raw, wl, cand.why)
 	}
 	s := spec{Duration: dur.String(), Deadline: deadline.Format(time.RFC3339)}
-	if z := w.zoneOf(wc.Region); z != "" && slices.Contains(cand.zones, z) {
+	if z := w.zoneOf(w.cfg.Workloads.Region); z != "" && slices.Contains(cand.zones, z) {
 		s.Origin = string(z) // run now here is the baseline
 	}
 	d, err := w.schedule(ctx, sched, cand.zones, s)
 	if err != nil {
 		if userFault(err) { // e.g. longer than the forecast horizon
-			return w.unheld(req.Object.Raw, wl, "cannot place: "+forecast.ErrorMessage(err))
+			return w.unheld(raw, wl, "cannot place: "+forecast.ErrorMessage(err))
 		}
-		return w.unheld(req.Object.Raw, wl, w.failed(err, object{}).message)
+		return w.unheld(raw, wl, w.failed(err, object{}).message)
 	}
 	region := cand.reps[d.Decision.Zone]
 	dec := hold.Decision{Region: region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: deadline.Add(-dur)}
 	prov, err := provenanceJSON(region, d, requestID)
 	if err != nil {
-		return w.unheld(req.Object.Raw, wl, "encoding the provenance: "+err.Error())
+		return w.unheld(raw, wl, "encoding the provenance: "+err.Error())
 	}
 	setLabel(wl.meta, hold.Label, hold.Held)
 	for k, v := range dec.Annotations() {
@@ -154,7 +167,7 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 		pin(wl.pod, region)
 	}
 	wl.hold()
-	return patched(req.Object.Raw, wl.obj)
+	return patched(raw, wl.obj)
 }
 
 // MaxPowerWatts bounds hold.AnnotationPowerWatts: a rack's worth.
@@ -212,34 +225,54 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 	return workload{}, fmt.Errorf("kind %s is not held", kind)
 }
 
+// window is when a workload may run.
+type window struct {
+	now      time.Time
+	dur      time.Duration
+	deadline time.Time
+	runNow   string   // why it runs at once, unheld: its namespace allows no delay
+	warnings []string // about the namespace's annotations, which its creator may not own
+}
+
 // workloadWindow returns how long wl runs and by when it must finish, or
-// a message naming the bad annotation.
-func (w *Webhook) workloadWindow(wl workload, nsAnnotations map[string]string, now time.Time) (time.Duration, time.Time, string) {
+// a message naming the bad annotation of wl. The namespace's max delay,
+// when invalid, is the configured default, with a warning and a log line.
+func (w *Webhook) workloadWindow(wl workload, ns string, nsAnnotations map[string]string, now time.Time) (window, string) {
 	wc := w.cfg.Workloads
-	dur := wc.Duration
+	win := window{now: now, dur: wc.Duration}
 	if v, ok := wl.meta.Annotations[hold.AnnotationDuration]; ok {
 		d, err := gateway.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %q is not a positive ISO 8601 (PT3H) or Go (3h) duration", hold.AnnotationDuration, v)
+			return window{}, fmt.Sprintf("metadata.annotations[%s]: %q is not a positive ISO 8601 (PT3H) or Go (3h) duration", hold.AnnotationDuration, v)
 		}
-		dur = d
+		win.dur = d
 	} else if wl.runFor != nil && *wl.runFor > 0 {
-		dur = time.Duration(*wl.runFor) * time.Second
+		win.dur = time.Duration(*wl.runFor) * time.Second
 	}
 	if v, ok := wl.meta.Annotations[hold.AnnotationDeadline]; ok {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			return 0, time.Time{}, fmt.Sprintf("metadata.annotations[%s]: %q is not an RFC 3339 time like 2021-06-03T00:00:00Z", hold.AnnotationDeadline, v)
+			return window{}, fmt.Sprintf("metadata.annotations[%s]: %q is not an RFC 3339 time like 2021-06-03T00:00:00Z", hold.AnnotationDeadline, v)
 		}
-		return dur, t.UTC(), ""
+		win.deadline = t.UTC()
+		return win, ""
 	}
 	delay := wc.MaxDelay
 	if v, ok := nsAnnotations[hold.AnnotationMaxDelay]; ok {
-		if d, err := gateway.ParseDuration(v); err == nil && d >= 0 {
+		d, err := gateway.ParseDuration(v)
+		switch {
+		case err != nil || d < 0:
+			msg := fmt.Sprintf("namespace %s: annotation %s %q is not a duration of zero or more (ISO 8601 like PT6H, or Go like 6h): the default %v applies", ns, hold.AnnotationMaxDelay, forecast.Clip(v, 64), wc.MaxDelay)
+			w.cfg.Logger.Warn("admission: invalid namespace max delay", "namespace", ns, "value", forecast.Clip(v, 64), "default", wc.MaxDelay.String())
+			win.warnings = append(win.warnings, msg)
+		case d == 0:
+			win.runNow = fmt.Sprintf("namespace %s: %s is %s: runs at once", ns, hold.AnnotationMaxDelay, v)
+		default:
 			delay = d
 		}
 	}
-	return dur, now.Add(delay + dur), ""
+	win.deadline = now.Add(delay + win.dur)
+	return win, ""
 }
 
 // zoneOf returns the grid zone of a region name of the cluster's provider.

@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -418,5 +420,45 @@ func TestHoldJobRespectsItsRegion(t *testing.T) {
 	}
 	if d, err := hold.Parse(got.Annotations); err != nil || d.Region != "westeurope" {
 		t.Fatalf("decision %+v (%v), want westeurope", d, err)
+	}
+}
+
+// TestNamespaceMaxDelay: a namespace's max delay of zero runs its
+// workloads at once; an invalid one is the default, with a warning and a
+// log line. The real gateway's clock is off the whole second, as a
+// running clock is.
+func TestNamespaceMaxDelay(t *testing.T) {
+	t.Parallel()
+	start := replayStart.Add(500 * time.Millisecond)
+	g := newGatewayAt(t, start)
+	var logs bytes.Buffer
+	ns := map[string][2]map[string]string{}
+	for _, v := range []string{"PT0S", "0s", "-PT1H", "garbage", ""} {
+		ns["ns"+v] = [2]map[string]string{{hold.NamespaceLabel: hold.NamespaceEnabled}, {hold.AnnotationMaxDelay: v}}
+	}
+	w, err := New(Config{Scheduler: g.Service, Data: mustBundle(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Workloads: Workloads{
+		Cluster: fakeCluster{regions: []string{"westeurope", "swedencentral"}, ns: ns}, Now: func() time.Time { return g.Service.Now().Now }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"PT0S", "0s"} {
+		var got batchv1.Job
+		r := admitInto(t, w, workloadRequest(t, admissionv1.Create, job("ns"+v, nil, false), nil), &got)
+		if !r.Allowed || *got.Spec.Suspend || got.Labels[hold.Label] != "" || !strings.Contains(got.Annotations[AnnotationUnscheduled], "runs at once") || len(r.Warnings) != 0 {
+			t.Errorf("max-delay %s: allowed=%v (%+v) suspend=%v labels=%v annotations=%v warnings=%q, want run at once unheld, no warning",
+				v, r.Allowed, r.Result, *got.Spec.Suspend, got.Labels, got.Annotations, r.Warnings)
+		}
+	}
+	for _, v := range []string{"-PT1H", "garbage", ""} {
+		logs.Reset()
+		var got batchv1.Job
+		r := admitInto(t, w, workloadRequest(t, admissionv1.Create, job("ns"+v, nil, false), nil), &got)
+		d, err := hold.Parse(got.Annotations)
+		if !r.Allowed || err != nil || !d.ReleaseBy.Equal(start.Add(DefaultMaxDelay).Truncate(time.Second)) {
+			t.Errorf("max-delay %q: allowed=%v (%+v) decision %+v (%v), want held with release-by now + %v", v, r.Allowed, r.Result, d, err, DefaultMaxDelay)
+		}
+		if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], hold.AnnotationMaxDelay) || !strings.Contains(logs.String(), "invalid namespace max delay") {
+			t.Errorf("max-delay %q: warnings %q, log %s, want a warning and a log line naming it", v, r.Warnings, logs.String())
+		}
 	}
 }
