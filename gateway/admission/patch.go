@@ -3,7 +3,10 @@ package admission
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,4 +137,107 @@ func marshalPatch(ops []op) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// rawPatch builds add-only operations against an object's JSON as the
+// API server sent it, which is never re-encoded: fields this version of
+// k8s.io/api does not know, quantities as written and absent fields stay
+// as they are.
+type rawPatch struct {
+	doc map[string]any // the decoded object, kept in step with ops
+	ops []op
+	err error // the first path that could not be followed
+}
+
+func newRawPatch(raw []byte) (*rawPatch, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, errors.New("the object is null")
+	}
+	return &rawPatch{doc: doc}, nil
+}
+
+// set adds value at path, first adding as {} each object member on the
+// way that is absent or null.
+func (p *rawPatch) set(value any, path ...string) {
+	if parent := p.object(path[:len(path)-1]); parent != nil {
+		p.ops = append(p.ops, add(pointer(path), value))
+		parent[path[len(path)-1]] = value
+	}
+}
+
+// appendTo adds value at the end of the array at path, adding the array
+// when absent or null.
+func (p *rawPatch) appendTo(value any, path ...string) {
+	parent := p.object(path[:len(path)-1])
+	if parent == nil {
+		return
+	}
+	key := path[len(path)-1]
+	arr, ok := parent[key].([]any)
+	if !ok {
+		p.set([]any{value}, path...)
+		return
+	}
+	p.ops = append(p.ops, add(pointer(path)+"/-", value))
+	parent[key] = append(arr, value)
+}
+
+// object returns the object at path, adding the object members on the way
+// that are absent or null; a step into an array is an index. It returns
+// nil, and records p.err, when path cannot be followed.
+func (p *rawPatch) object(path []string) map[string]any {
+	var cur any = p.doc
+	for i, tok := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			if c[tok] == nil {
+				c[tok] = map[string]any{}
+				p.ops = append(p.ops, add(pointer(path[:i+1]), map[string]any{}))
+			}
+			cur = c[tok]
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(c) {
+				return p.fail(path[:i+1])
+			}
+			cur = c[n]
+		default:
+			return p.fail(path[:i])
+		}
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return p.fail(path)
+	}
+	return m
+}
+
+func (p *rawPatch) fail(path []string) map[string]any {
+	if p.err == nil {
+		p.err = fmt.Errorf("%s is not an object or array the patch can extend", pointer(path))
+	}
+	return nil
+}
+
+// outcome admits the object with p's operations, or denies it with 400
+// when a path could not be followed (an object the API server would not
+// have sent).
+func (p *rawPatch) outcome() outcome {
+	if p.err != nil {
+		return deny(400, "request.object: %v", p.err)
+	}
+	return outcome{allowed: true, patch: p.ops}
+}
+
+// pointer is the JSON Pointer of path.
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, tok := range path {
+		b.WriteString("/" + pointerEscape(tok))
+	}
+	return b.String()
 }

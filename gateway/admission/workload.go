@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
 
-	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,10 +63,10 @@ type Workloads struct {
 type workload struct {
 	meta     *metav1.ObjectMeta
 	pod      *corev1.PodSpec
-	obj      any           // *batchv1.Job or *corev1.Pod, re-encoded for the patch
-	hold     func()        // suspends the Job or gates the Pod
-	eligible func() string // "" or why the object is not held
-	runFor   *int64        // spec.activeDeadlineSeconds
+	podPath  []string          // where pod is in the object
+	hold     func(p *rawPatch) // suspends the Job or gates the Pod
+	eligible func() string     // "" or why the object is not held
+	runFor   *int64            // spec.activeDeadlineSeconds
 }
 
 // decideWorkload holds a Job or bare Pod that opted in (see package hold).
@@ -150,24 +150,29 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, wi
 	if err != nil {
 		return w.unheld(raw, wl, "encoding the provenance: "+err.Error())
 	}
-	setLabel(wl.meta, hold.Label, hold.Held)
-	for k, v := range dec.Annotations() {
-		setAnnotation(wl.meta, k, v)
+	p, err := newRawPatch(raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
 	}
-	setAnnotation(wl.meta, AnnotationProvenance, prov)
+	p.set(hold.Held, "metadata", "labels", hold.Label)
+	a := dec.Annotations()
+	a[AnnotationProvenance] = prov
 	if d.SavingsPct != nil {
-		setAnnotation(wl.meta, hold.AnnotationSavingsPct, strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64))
+		a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
 	}
 	if watts > 0 && d.Baseline != nil {
 		// W × h / 1000 = kWh; × g/kWh = g.
 		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
-		setAnnotation(wl.meta, hold.AnnotationAvoidedGrams, strconv.FormatFloat(g, 'f', 1, 64))
+		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g, 'f', 1, 64)
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		p.set(a[k], "metadata", "annotations", k)
 	}
 	if len(cand.regions) > 1 && region != "" {
-		pin(wl.pod, region)
+		pin(p, wl, region)
 	}
-	wl.hold()
-	return patched(raw, wl.obj)
+	wl.hold(p)
+	return p.outcome()
 }
 
 // MaxPowerWatts bounds hold.AnnotationPowerWatts: a rack's worth.
@@ -195,8 +200,8 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 		if err := json.Unmarshal(raw, &j); err != nil {
 			return workload{}, fmt.Errorf("not a batch/v1 Job: %v", err)
 		}
-		return workload{meta: &j.ObjectMeta, pod: &j.Spec.Template.Spec, obj: &j, runFor: j.Spec.ActiveDeadlineSeconds,
-			hold: func() { j.Spec.Suspend = new(true) },
+		return workload{meta: &j.ObjectMeta, pod: &j.Spec.Template.Spec, podPath: []string{"spec", "template", "spec"}, runFor: j.Spec.ActiveDeadlineSeconds,
+			hold: func(p *rawPatch) { p.set(true, "spec", "suspend") },
 			eligible: func() string {
 				if j.Spec.Suspend != nil && *j.Spec.Suspend {
 					return "created suspended: its creator releases it"
@@ -208,10 +213,8 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return workload{}, fmt.Errorf("not a v1 Pod: %v", err)
 		}
-		return workload{meta: &p.ObjectMeta, pod: &p.Spec, obj: &p, runFor: p.Spec.ActiveDeadlineSeconds,
-			hold: func() {
-				p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: hold.Gate})
-			},
+		return workload{meta: &p.ObjectMeta, pod: &p.Spec, podPath: []string{"spec"}, runFor: p.Spec.ActiveDeadlineSeconds,
+			hold: func(rp *rawPatch) { rp.appendTo(corev1.PodSchedulingGate{Name: hold.Gate}, "spec", "schedulingGates") },
 			eligible: func() string {
 				switch {
 				case metav1.GetControllerOf(&p) != nil:
@@ -299,83 +302,49 @@ func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) o
 	if json.Unmarshal(req.OldObject.Raw, &old) != nil || old.Labels[hold.Label] == "" {
 		return allow()
 	}
-	changed := false
+	p, err := newRawPatch(req.Object.Raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
+	}
 	if _, ok := wl.meta.Labels[hold.Label]; !ok {
-		setLabel(wl.meta, hold.Label, old.Labels[hold.Label])
-		changed = true
+		p.set(old.Labels[hold.Label], "metadata", "labels", hold.Label)
 	}
 	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, hold.AnnotationAvoidedGrams, AnnotationProvenance} {
 		if v, ok := old.Annotations[k]; ok {
 			if _, has := wl.meta.Annotations[k]; !has {
-				setAnnotation(wl.meta, k, v)
-				changed = true
+				p.set(v, "metadata", "annotations", k)
 			}
 		}
 	}
-	if !changed { // no patch: a re-encoded object could drop fields this version does not know
-		return allow()
-	}
-	return patched(req.Object.Raw, wl.obj)
+	return p.outcome()
 }
 
 // unheld admits wl without holding it, annotated with why.
 func (w *Webhook) unheld(raw []byte, wl workload, why string) outcome {
-	setAnnotation(wl.meta, AnnotationUnscheduled, forecast.Clip(why, maxWarning))
-	o := patched(raw, wl.obj)
+	p, err := newRawPatch(raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
+	}
+	p.set(forecast.Clip(why, maxWarning), "metadata", "annotations", AnnotationUnscheduled)
+	o := p.outcome()
 	o.message = why
 	return o
 }
 
-// patched admits raw changed into obj.
-func patched(raw []byte, obj any) outcome {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return deny(500, "encoding the object: %v", err)
+// pin ANDs "node region In [region]" into the required node affinity of
+// wl's pods (into every term: terms are ORed), adding what is absent.
+func pin(p *rawPatch, wl workload, region string) {
+	req := corev1.NodeSelectorRequirement{Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{region}}
+	terms := append(slices.Clone(wl.podPath), "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+	var n int
+	if a := wl.pod.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		n = len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
 	}
-	ops, err := jsonpatch.CreatePatch(raw, b)
-	if err != nil {
-		return deny(500, "computing the patch: %v", err)
+	if n == 0 {
+		p.set([]corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}}, terms...)
+		return
 	}
-	o := allow()
-	for _, p := range ops {
-		o.patch = append(o.patch, op{Op: p.Operation, Path: p.Path, Value: p.Value})
+	for i := range n {
+		p.appendTo(req, append(slices.Clone(terms), strconv.Itoa(i), "matchExpressions")...)
 	}
-	return o
-}
-
-// pin ANDs "node region = region" into the pod spec's required node
-// affinity (into every term: terms are ORed).
-func pin(ps *corev1.PodSpec, region string) {
-	if ps.Affinity == nil {
-		ps.Affinity = &corev1.Affinity{}
-	}
-	if ps.Affinity.NodeAffinity == nil {
-		ps.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := ps.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
-	}
-	sel := na.RequiredDuringSchedulingIgnoredDuringExecution
-	if len(sel.NodeSelectorTerms) == 0 {
-		sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
-	}
-	for i := range sel.NodeSelectorTerms {
-		sel.NodeSelectorTerms[i].MatchExpressions = append(sel.NodeSelectorTerms[i].MatchExpressions,
-			corev1.NodeSelectorRequirement{Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{region}})
-	}
-}
-
-func setLabel(m *metav1.ObjectMeta, k, v string) {
-	if m.Labels == nil {
-		m.Labels = map[string]string{}
-	}
-	m.Labels[k] = v
-}
-
-func setAnnotation(m *metav1.ObjectMeta, k, v string) {
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[k] = v
 }

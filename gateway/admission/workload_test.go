@@ -462,3 +462,100 @@ func TestNamespaceMaxDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadPatchKeepsTheObject: the patches only add to the object as
+// sent: fields k8s.io/api does not know, quantities as written and absent
+// fields (no status) stay as they are.
+func TestWorkloadPatchKeepsTheObject(t *testing.T) {
+	t.Parallel()
+	const jobJSON = `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"train","namespace":"batch","labels":null},
+	"spec":{"futureField":{"x":1},"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox",
+	"resources":{"requests":{"cpu":"1000m","memory":"1024Mi"}},"futureContainerField":true}]}}}}`
+	const podJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"batch","annotations":{"a":"b"}},
+	"spec":{"schedulingGates":[{"name":"other"}],"containers":[{"name":"c","image":"busybox","resources":{"limits":{"cpu":"500m"}}}],
+	"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+	{"matchFields":[{"key":"metadata.name","operator":"In","values":["we-1"]}]},{"matchExpressions":[{"key":"disk","operator":"Exists"}]}]}}}}}`
+	cl := fakeCluster{ns: optedIn(), nodes: []*corev1.Node{
+		node("we-1", map[string]string{hold.RegionLabel: "westeurope"}), node("de-1", map[string]string{hold.RegionLabel: "germanyn", "disk": "ssd"})}}
+	held := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, cl, "")
+	down := workloadHook(t, &fakeScheduler{err: forecast.Errorf(forecast.EUNAVAILABLE, "down")}, cl, "")
+	review := func(kind, group string, op admissionv1.Operation, raw, old string) *admissionv1.AdmissionRequest {
+		return &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, Namespace: "batch",
+			Operation: op, Object: runtime.RawExtension{Raw: []byte(raw)}, OldObject: runtime.RawExtension{Raw: []byte(old)}}
+	}
+	// The hold of jobJSON, as kept by an UPDATE that drops the decision.
+	var heldJob map[string]any
+	admitInto(t, held, review("Job", "batch", admissionv1.Create, jobJSON, ""), &heldJob)
+	heldJSON := string(mustMarshal(t, heldJob))
+	for _, tc := range []struct {
+		name string
+		w    *Webhook
+		req  *admissionv1.AdmissionRequest
+		want []string // paths the patch adds
+	}{
+		{"held job", held, review("Job", "batch", admissionv1.Create, jobJSON, ""), []string{"/metadata/labels", "/spec/suspend", "/spec/template/spec/affinity"}},
+		{"unheld job", down, review("Job", "batch", admissionv1.Create, jobJSON, ""), []string{"/metadata/annotations"}},
+		{"held pod", held, review("Pod", "", admissionv1.Create, podJSON, ""), []string{"/spec/schedulingGates/-", "/nodeSelectorTerms/0/matchExpressions", "/nodeSelectorTerms/1/matchExpressions/-"}},
+		{"update", held, review("Job", "batch", admissionv1.Update, jobJSON, heldJSON), []string{"/metadata/labels", "/metadata/annotations"}},
+	} {
+		var in, got map[string]any
+		if err := json.Unmarshal(tc.req.Object.Raw, &in); err != nil {
+			t.Fatal(err)
+		}
+		r := admitInto(t, tc.w, tc.req, &got)
+		if !r.Allowed || r.Patch == nil {
+			t.Fatalf("%s: allowed=%v patch=%s, want a patch", tc.name, r.Allowed, r.Patch)
+		}
+		for _, o := range decodePatch(t, r) {
+			if o["op"] != "add" {
+				t.Errorf("%s: operation %v, want only adds", tc.name, o)
+			}
+		}
+		for _, p := range tc.want {
+			if !strings.Contains(string(r.Patch), p+`","value"`) {
+				t.Errorf("%s: patch %s, want an add at …%s", tc.name, r.Patch, p)
+			}
+		}
+		if msg := subset(in, got, ""); msg != "" {
+			t.Errorf("%s: %s (patch %s)", tc.name, msg, r.Patch)
+		}
+		if _, ok := got["status"]; ok {
+			t.Errorf("%s: status added", tc.name)
+		}
+	}
+}
+
+// subset says where a is not kept in b: every member of an object of a is
+// in b with the same value, recursively; arrays may only grow.
+func subset(a, b any, at string) string {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return at + ": not an object any more"
+		}
+		for k, v := range av {
+			if v == nil {
+				continue // null may become a value
+			}
+			if msg := subset(v, bv[k], at+"/"+k); msg != "" {
+				return msg
+			}
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(bv) < len(av) {
+			return at + ": array shrank or changed type"
+		}
+		for i := range av {
+			if msg := subset(av[i], bv[i], fmt.Sprintf("%s/%d", at, i)); msg != "" {
+				return msg
+			}
+		}
+	default:
+		if a != b {
+			return fmt.Sprintf("%s: %v became %v", at, a, b)
+		}
+	}
+	return ""
+}
