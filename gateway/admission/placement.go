@@ -3,6 +3,7 @@ package admission
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +82,14 @@ func podRegions(nodes []*corev1.Node, ps *corev1.PodSpec) (regions []string, lab
 }
 
 // blocksScheduling reports whether a taint keeps untolerating pods off a
-// node (PreferNoSchedule does not).
+// node for good: NoSchedule or NoExecute (not PreferNoSchedule), and not
+// one of the taints Kubernetes sets and removes with a node's condition
+// (node.kubernetes.io/not-ready, unreachable, unschedulable, …;
+// node.cloudprovider.kubernetes.io/uninitialized): a decision looks hours
+// ahead, past a node's current state.
 func blocksScheduling(t *corev1.Taint) bool {
+	if strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
+		return false
+	}
 	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 }

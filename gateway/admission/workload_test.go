@@ -331,6 +331,9 @@ func TestPodRegions(t *testing.T) {
 		node("pl-2", map[string]string{hold.RegionLabel: "polandcentral", "cores": "4"},
 			corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}, corev1.Taint{Key: "x", Effect: corev1.TaintEffectNoExecute}),
 		node("unlabelled", map[string]string{"disk": "ssd"}),
+		node("se-2", map[string]string{hold.RegionLabel: "swedencentral"}, // only conditions: still a candidate
+			corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule},
+			corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}),
 	}
 	in, notIn := corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn
 	for _, tc := range []struct {
@@ -346,11 +349,12 @@ func TestPodRegions(t *testing.T) {
 		{"NotIn", corev1.PodSpec{Affinity: terms(exprs(req(notIn, hold.RegionLabel, "swedencentral")))}, []string{"westeurope"}},
 		{"In, ANDed in a term", corev1.PodSpec{Affinity: terms(exprs(req(in, hold.RegionLabel, "westeurope", "swedencentral"), req(in, "disk", "ssd")))}, []string{"westeurope", "swedencentral"}},
 		{"other label only", corev1.PodSpec{Affinity: terms(exprs(req(in, "disk", "hdd")))}, []string{"westeurope"}},
-		{"Exists, DoesNotExist", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpDoesNotExist, "disk")), exprs(req(corev1.NodeSelectorOpExists, "nothing")))}, nil},
+		{"Exists, DoesNotExist", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpDoesNotExist, "disk")), exprs(req(corev1.NodeSelectorOpExists, "nothing")))}, []string{"swedencentral"}}, // se-2
 		{"Gt", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpGt, "cores", "10")))}, []string{"westeurope", "swedencentral"}},
 		{"Lt", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpLt, "cores", "10")))}, []string{"westeurope"}},
 		{"ORed terms", corev1.PodSpec{Affinity: terms(exprs(req(in, "disk", "nvme")), exprs(req(in, hold.RegionLabel, "swedencentral")))}, []string{"swedencentral"}},
 		{"matchFields", corev1.PodSpec{Affinity: terms(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{req(in, "metadata.name", "se-1")}})}, []string{"swedencentral"}},
+		{"a node with condition taints only", corev1.PodSpec{Affinity: terms(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{req(in, "metadata.name", "se-2")}})}, []string{"swedencentral"}},
 		{"selector and affinity", corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}, Affinity: terms(exprs(req(notIn, hold.RegionLabel, "westeurope")))}, []string{"swedencentral"}},
 		{"an invalid term matches nothing", corev1.PodSpec{Affinity: terms(exprs(req(corev1.NodeSelectorOpGt, "cores", "many")))}, nil},
 	} {
@@ -359,7 +363,7 @@ func TestPodRegions(t *testing.T) {
 			t.Errorf("%s: %v (labelled %v), want %v", tc.name, got, labelled, tc.want)
 		}
 	}
-	if got, labelled := podRegions(nodes[5:], &corev1.PodSpec{}); got != nil || labelled {
+	if got, labelled := podRegions(nodes[5:6], &corev1.PodSpec{}); got != nil || labelled {
 		t.Errorf("no labelled node: %v %v, want none and unlabelled", got, labelled)
 	}
 }
