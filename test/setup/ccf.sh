@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # ccf.sh — make sure the pinned Cloud Carbon Footprint npm tarballs that
-# forecast/instances/gen reads are cached, and print their directory on
+# forecast/instances/gen and forecast/regions/gen read are cached, and print their directory on
 # stdout (logs go to stderr).
 #
 # The tarballs come from the npm registry with `npm pack` into
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/carbongate/ccf
 # A rerun with them present returns at once. The generator checks each
-# against the integrity pinned in forecast/instances/gen/main.go.
+# against the integrity pinned in forecast/internal/pkgdata/npm.go.
 set -euo pipefail
 
 pkgs=(@cloud-carbon-footprint/aws@0.15.0 @cloud-carbon-footprint/azure@1.8.0 @cloud-carbon-footprint/core@0.17.3)

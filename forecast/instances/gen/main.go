@@ -1,5 +1,6 @@
 // Command gen writes forecast/instances/data/{aws,azure}.json from the npm
-// tarballs of the Cloud Carbon Footprint packages pinned below (Apache-2.0):
+// tarballs of the Cloud Carbon Footprint packages pinned in
+// forecast/internal/pkgdata (Apache-2.0):
 // the EC2 instance types and Azure VM types with their vCPUs, memory,
 // embodied emissions, processor families, GPUs and burstable flag, and the
 // energy coefficients of CCF's method (min/max watts per vCPU by processor,
@@ -16,36 +17,16 @@
 package main
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"crypto/sha512"
-	"encoding/base64"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast/instances"
+	"github.com/carbongate/carbongate/forecast/internal/pkgdata"
 )
-
-// pkg is one pinned npm package.
-type pkg struct{ name, version, integrity string }
-
-// The pins; test/setup/ccf.sh fetches the same versions. aws 0.15.0 and
-// azure 1.8.0 both depend on core ^0.17.3, whose processor names they use.
-var (
-	pinAWS   = pkg{"@cloud-carbon-footprint/aws", "0.15.0", "sha512-vGZAy2TDs9pej6xV4rsN9/zKOii4dTtl1qbjofgWIaXK1Ga+V9h37X9g/+HL9prc1wj51T44/JSmvkxZT0BPEw=="}
-	pinAzure = pkg{"@cloud-carbon-footprint/azure", "1.8.0", "sha512-kml1ILG2TKARDqfSFYRZ37ZTNFfAx4osziQ1PN5zJGeehYYYLY9VwUP6a1orDWSgZyiXnK1XNLrIx26X8Opkyw=="}
-	pinCore  = pkg{"@cloud-carbon-footprint/core", "0.17.3", "sha512-lNYrgkN1ijFUtTs6kNyti4tufmYLwGjzTOTphD8OX8c3v2sA8ZtgyqCd0QylcORwf4uGZSoquBk7O4ctBVYYmw=="}
-)
-
-// tarball is the file name npm pack gives p.
-func (p pkg) tarball() string {
-	return strings.ReplaceAll(strings.TrimPrefix(p.name, "@"), "/", "-") + "-" + p.version + ".tgz"
-}
 
 func main() {
 	def := os.Getenv("XDG_CACHE_HOME")
@@ -72,7 +53,7 @@ func main() {
 
 // render returns the data files by name (aws.json, azure.json).
 func render(dir string) (map[string][]byte, error) {
-	core, err := readPackage(dir, pinCore)
+	core, err := pkgdata.ReadNPM(dir, pkgdata.CCFCore)
 	if err != nil {
 		return nil, err
 	}
@@ -98,44 +79,9 @@ func render(dir string) (map[string][]byte, error) {
 	return out, nil
 }
 
-// readPackage reads the .js files of p's tarball after checking its integrity.
-func readPackage(dir string, p pkg) (map[string]string, error) {
-	path := filepath.Join(dir, p.tarball())
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w (fetch the pinned tarballs with test/setup/ccf.sh)", err)
-	}
-	sum := sha512.Sum512(raw)
-	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != p.integrity {
-		return nil, fmt.Errorf("%s: integrity %s, want %s", p.tarball(), got, p.integrity)
-	}
-	zr, err := gzip.NewReader(strings.NewReader(string(raw)))
-	if err != nil {
-		return nil, err
-	}
-	tr := tar.NewReader(zr)
-	files := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.tarball(), err)
-		}
-		if strings.HasSuffix(h.Name, ".js") {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return nil, err
-			}
-			files[h.Name] = string(b)
-		}
-	}
-}
-
-func source(p pkg) instances.Source {
-	return instances.Source{Package: p.name, Version: p.version, Integrity: p.integrity,
-		CoreVersion: pinCore.version, CoreIntegrity: pinCore.integrity, Licence: "Apache-2.0"}
+func source(p pkgdata.NPM) instances.Source {
+	return instances.Source{Package: p.Name, Version: p.Version, Integrity: p.Integrity,
+		CoreVersion: pkgdata.CCFCore.Version, CoreIntegrity: pkgdata.CCFCore.Integrity, Licence: "Apache-2.0"}
 }
 
 // resolver turns references into core's processor names and lists.
@@ -151,7 +97,7 @@ func processors(src string) (resolver, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("core: COMPUTE_PROCESSOR_TYPES not found")
 	}
-	one := func(r ref) (string, error) {
+	one := func(r pkgdata.Ref) (string, error) {
 		i := strings.LastIndex(string(r), "COMPUTE_PROCESSOR_TYPES.")
 		if i < 0 {
 			return "", fmt.Errorf("not a processor: %s", r)
@@ -165,14 +111,14 @@ func processors(src string) (resolver, error) {
 	var res resolver
 	res = func(v any) ([]string, error) {
 		switch v := v.(type) {
-		case ref:
+		case pkgdata.Ref:
 			if strings.Contains(string(v), "COMPUTE_PROCESSOR_TYPES.") {
 				n, err := one(v)
 				return []string{n}, err
 			}
 			// A named list of core (core_1.cascadeLakeSkylake).
 			name := string(v)[strings.LastIndex(string(v), ".")+1:]
-			lst, err := find(src, "exports."+name)
+			lst, err := pkgdata.Find(src, "exports."+name)
 			if err != nil {
 				return nil, err
 			}
@@ -205,28 +151,28 @@ func num(v any) (float64, error) {
 func coefficients(src string, res resolver) (instances.Coefficients, error) {
 	var co instances.Coefficients
 	byProc := func(label string) (map[string]float64, error) {
-		v, err := find(src, label)
+		v, err := pkgdata.Find(src, label)
 		if err != nil {
 			return nil, err
 		}
-		o, ok := v.(object)
+		o, ok := v.(pkgdata.Object)
 		if !ok {
 			return nil, fmt.Errorf("%s is not an object", label)
 		}
 		out := map[string]float64{}
 		for _, e := range o {
-			ns, err := res(ref(strings.TrimPrefix(e.key, "\x00")))
+			ns, err := res(pkgdata.Ref(strings.TrimPrefix(e.Key, "\x00")))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", label, err)
 			}
-			if out[ns[0]], err = num(e.val); err != nil {
+			if out[ns[0]], err = num(e.Val); err != nil {
 				return nil, fmt.Errorf("%s: %w", label, err)
 			}
 		}
 		return out, nil
 	}
 	scalar := func(label string) (float64, error) {
-		v, err := find(src, label)
+		v, err := pkgdata.Find(src, label)
 		if err != nil {
 			return 0, err
 		}
@@ -272,26 +218,26 @@ func vcpusPerChip(core map[string]string) (int, error) {
 
 // typeTable reads a family → size → [vCPUs, memory, embodied] table.
 func typeTable(src, label string, name func(family, size string) string) ([]instances.Type, error) {
-	v, err := find(src, label)
+	v, err := pkgdata.Find(src, label)
 	if err != nil {
 		return nil, err
 	}
-	fams, ok := v.(object)
+	fams, ok := v.(pkgdata.Object)
 	if !ok {
 		return nil, fmt.Errorf("%s is not an object", label)
 	}
 	var out []instances.Type
 	for _, fam := range fams {
-		sizes, ok := fam.val.(object)
+		sizes, ok := fam.Val.(pkgdata.Object)
 		if !ok {
-			return nil, fmt.Errorf("%s.%s is not an object", label, fam.key)
+			return nil, fmt.Errorf("%s.%s is not an object", label, fam.Key)
 		}
 		for _, s := range sizes {
-			a, ok := s.val.([]any)
+			a, ok := s.Val.([]any)
 			if !ok || len(a) < 2 {
-				return nil, fmt.Errorf("%s.%s.%s: want [vCPUs, memory, embodied]", label, fam.key, s.key)
+				return nil, fmt.Errorf("%s.%s.%s: want [vCPUs, memory, embodied]", label, fam.Key, s.Key)
 			}
-			t := instances.Type{Name: name(fam.key, s.key), Family: fam.key}
+			t := instances.Type{Name: name(fam.Key, s.Key), Family: fam.Key}
 			vc, err := num(a[0])
 			if err != nil {
 				return nil, err
@@ -313,13 +259,13 @@ func typeTable(src, label string, name func(family, size string) string) ([]inst
 
 // annotate sets processors, GPUs and the burstable flag from the maps.
 func annotate(ts []instances.Type, src string, res resolver, procLabel, gpuLabel, gpuProcLabel string) error {
-	maps := map[string]object{}
+	maps := map[string]pkgdata.Object{}
 	for _, l := range []string{procLabel, gpuLabel, gpuProcLabel} {
-		v, err := find(src, l)
+		v, err := pkgdata.Find(src, l)
 		if err != nil {
 			return err
 		}
-		o, ok := v.(object)
+		o, ok := v.(pkgdata.Object)
 		if !ok {
 			return fmt.Errorf("%s is not an object", l)
 		}
@@ -328,21 +274,21 @@ func annotate(ts []instances.Type, src string, res resolver, procLabel, gpuLabel
 	for i := range ts {
 		t := &ts[i]
 		t.Processors = []string{"Unknown"}
-		if v, ok := maps[procLabel].get(t.Name); ok {
+		if v, ok := maps[procLabel].Get(t.Name); ok {
 			ps, err := res(v)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.Name, err)
 			}
 			t.Processors = ps
 		}
-		if v, ok := maps[gpuLabel].get(t.Name); ok {
+		if v, ok := maps[gpuLabel].Get(t.Name); ok {
 			n, err := num(v)
 			if err != nil {
 				return err
 			}
 			t.GPUs = int(n)
 			t.GPUProcessors = []string{"Unknown"}
-			if v, ok := maps[gpuProcLabel].get(t.Name); ok {
+			if v, ok := maps[gpuProcLabel].Get(t.Name); ok {
 				ps, err := res(v)
 				if err != nil {
 					return fmt.Errorf("%s: %w", t.Name, err)
@@ -355,7 +301,7 @@ func annotate(ts []instances.Type, src string, res resolver, procLabel, gpuLabel
 }
 
 func buildAWS(dir string, core map[string]string, res resolver) (*instances.File, error) {
-	files, err := readPackage(dir, pinAWS)
+	files, err := pkgdata.ReadNPM(dir, pkgdata.CCFAWS)
 	if err != nil {
 		return nil, err
 	}
@@ -363,9 +309,9 @@ func buildAWS(dir string, core map[string]string, res resolver) (*instances.File
 	consts := files["package/dist/domain/AwsFootprintEstimationConstants.js"]
 	mem := files["package/dist/lib/AWSMemoryEstimatesBuilder.js"]
 	if types == "" || consts == "" || mem == "" {
-		return nil, fmt.Errorf("%s: expected files missing", pinAWS.tarball())
+		return nil, fmt.Errorf("%s: expected files missing", pkgdata.CCFAWS.Tarball())
 	}
-	f := &instances.File{Provider: "aws", Source: source(pinAWS)}
+	f := &instances.File{Provider: "aws", Source: source(pkgdata.CCFAWS)}
 	if f.Coefficients, err = coefficients(consts, res); err != nil {
 		return nil, fmt.Errorf("aws: %w", err)
 	}
@@ -388,28 +334,28 @@ func buildAWS(dir string, core map[string]string, res resolver) (*instances.File
 	if err := annotate(f.Types, types, res, "INSTANCE_TYPE_COMPUTE_PROCESSOR_MAPPING", "GPU_INSTANCES_TYPES", "INSTANCE_TYPE_GPU_PROCESSOR_MAPPING"); err != nil {
 		return nil, fmt.Errorf("aws: %w", err)
 	}
-	v, err := find(types, "BURSTABLE_INSTANCE_BASELINE_UTILIZATION")
+	v, err := pkgdata.Find(types, "BURSTABLE_INSTANCE_BASELINE_UTILIZATION")
 	if err != nil {
 		return nil, err
 	}
-	burst, _ := v.(object)
+	burst, _ := v.(pkgdata.Object)
 	for i := range f.Types {
-		_, f.Types[i].Burstable = burst.get(f.Types[i].Name)
+		_, f.Types[i].Burstable = burst.Get(f.Types[i].Name)
 	}
 	return f, nil
 }
 
 func buildAzure(dir string, core map[string]string, res resolver) (*instances.File, error) {
-	files, err := readPackage(dir, pinAzure)
+	files, err := pkgdata.ReadNPM(dir, pkgdata.CCFAzure)
 	if err != nil {
 		return nil, err
 	}
 	types := files["package/dist/lib/VirtualMachineTypes.js"]
 	consts := files["package/dist/domain/AzureFootprintEstimationConstants.js"]
 	if types == "" || consts == "" {
-		return nil, fmt.Errorf("%s: expected files missing", pinAzure.tarball())
+		return nil, fmt.Errorf("%s: expected files missing", pkgdata.CCFAzure.Tarball())
 	}
-	f := &instances.File{Provider: "azure", Source: source(pinAzure)}
+	f := &instances.File{Provider: "azure", Source: source(pkgdata.CCFAzure)}
 	if f.Coefficients, err = coefficients(consts, res); err != nil {
 		return nil, fmt.Errorf("azure: %w", err)
 	}

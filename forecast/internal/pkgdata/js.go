@@ -1,4 +1,4 @@
-package main
+package pkgdata
 
 import (
 	"fmt"
@@ -14,22 +14,25 @@ import (
 // that subset and nothing more; functions and other code are never parsed,
 // because each table is located by its label first (find).
 
-// ref is an unresolved reference such as core_1.COMPUTE_PROCESSOR_TYPES.X.
-type ref string
+// Ref is an unresolved reference such as core_1.COMPUTE_PROCESSOR_TYPES.X.
+type Ref string
 
-// entry is one key of an object literal, in source order (CCF takes the
-// last type of a family as its largest).
-type entry struct {
-	key string
-	val any
+// Entry is one key of an object literal, in source order (CCF takes the
+// last type of a family as its largest). A computed key ([a.b]) is "\x00"
+// followed by the reference, for the caller to resolve.
+type Entry struct {
+	Key string
+	Val any
 }
 
-type object []entry
+// Object is an object literal's entries in source order.
+type Object []Entry
 
-func (o object) get(key string) (any, bool) {
+// Get returns the value of key.
+func (o Object) Get(key string) (any, bool) {
 	for _, e := range o {
-		if e.key == key {
-			return e.val, true
+		if e.Key == key {
+			return e.Val, true
 		}
 	}
 	return nil, false
@@ -40,15 +43,15 @@ type parser struct {
 	pos int
 }
 
-// find parses the literal after the first "label =" or "label:" in src.
-func find(src, label string) (any, error) {
+// Find parses the literal after the first "label =" or "label:" in src.
+func Find(src, label string) (any, error) {
 	re := regexp.MustCompile(`(?m)(^|[\s.,{])` + regexp.QuoteMeta(label) + `\s*[:=]\s*`)
 	// The first matches may be the chained "exports.A = exports.B = void 0"
 	// declarations: take the first match whose value is a literal.
 	for _, loc := range re.FindAllStringIndex(src, -1) {
 		p := &parser{src: src, pos: loc[1]}
 		v, err := p.value()
-		if _, isRef := v.(ref); isRef {
+		if _, isRef := v.(Ref); isRef {
 			continue
 		}
 		if err != nil {
@@ -115,7 +118,7 @@ func (p *parser) value() (any, error) {
 			return nil, p.errorf("unexpected %q", p.src[p.pos:min(p.pos+20, len(p.src))])
 		}
 		p.pos += len(m)
-		return ref(m), nil
+		return Ref(m), nil
 	}
 }
 
@@ -162,9 +165,9 @@ func (p *parser) array() ([]any, error) {
 	}
 }
 
-func (p *parser) object() (object, error) {
+func (p *parser) object() (Object, error) {
 	p.pos++ // {
-	var out object
+	var out Object
 	for {
 		c := p.peek()
 		if c == '}' {
@@ -185,7 +188,7 @@ func (p *parser) object() (object, error) {
 			if err != nil {
 				return nil, err
 			}
-			r, ok := v.(ref)
+			r, ok := v.(Ref)
 			if !ok {
 				return nil, p.errorf("computed key is not a reference")
 			}
@@ -213,7 +216,7 @@ func (p *parser) object() (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, entry{key, v})
+		out = append(out, Entry{key, v})
 		switch p.peek() {
 		case ',':
 			p.pos++
