@@ -110,10 +110,12 @@ fuzz:
 
 # Regenerates the OIP gRPC stubs from the proto shipped in kserve's Go module, the OPA bundle's
 # data and the instance-type data from the pinned Cloud Carbon Footprint npm tarballs.
-# The instance catalog first: deploy/opa/gen derives the OPA bundle's instance index from it.
+# The instance catalog and the region table (forecast/regions/gen, also from pinned PyPI wheels)
+# first: deploy/opa/gen derives the OPA bundle's instance index and region data from them.
 generate:
 	./oip/grpc/generate.sh
 	$(GO) run ./forecast/instances/gen -tarballs "$$(test/setup/ccf.sh)"
+	$(GO) run ./forecast/regions/gen -tarballs "$$(test/setup/ccf.sh)" -wheels "$$(test/setup/regiondata.sh)"
 	$(GO) run ./deploy/opa/gen
 
 fmt-check:

@@ -106,8 +106,8 @@ type Forecasts interface {
 
 var _ Forecasts = (*cache.Cache)(nil)
 
-// Locator maps a cloud region to a zone: ENOTFOUND for an unknown region,
-// EINVALID for a region that maps to no zone.
+// Locator maps a cloud region to a zone: ENOTFOUND for an unknown region
+// (or provider), EINFEASIBLE for a known region that maps to no zone.
 type Locator interface {
 	Locate(provider, region string) (forecast.Zone, error)
 }
@@ -450,19 +450,23 @@ func (s *Service) candidates(req Request) ([]forecast.Zone, map[forecast.Zone]*L
 		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, "zones", "unknown zone(s): %s", strings.Join(unknown, ", "))
 	}
 	var located map[forecast.Zone]*Location
-	var bad []string
+	var bad, noData []string
 	for _, l := range req.Locations {
 		if s.cfg.Locator == nil {
 			bad = append(bad, l.String()+" (no region table)")
 			continue
 		}
 		z, err := s.cfg.Locator.Locate(l.Provider, l.Region)
+		if forecast.ErrorCode(err) == forecast.EINFEASIBLE {
+			noData = append(noData, fmt.Sprintf("%s (%s)", l, forecast.ErrorMessage(err)))
+			continue
+		}
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s (%s)", l, forecast.ErrorMessage(err)))
 			continue
 		}
 		if !s.cfg.Known(z) {
-			bad = append(bad, fmt.Sprintf("%s (maps to zone %s, which has no data)", l, z))
+			noData = append(noData, fmt.Sprintf("%s (maps to zone %s, which has no data and no climatology)", l, z))
 			continue
 		}
 		if located == nil {
@@ -474,7 +478,14 @@ func (s *Service) candidates(req Request) ([]forecast.Zone, map[forecast.Zone]*L
 		add(z)
 	}
 	if len(bad) > 0 {
-		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, "locations", "unknown or unmapped region(s): %s", strings.Join(bad, "; "))
+		msg := "unknown region(s): " + strings.Join(bad, "; ")
+		if len(noData) > 0 {
+			msg += "; and known region(s) without zone data: " + strings.Join(noData, "; ")
+		}
+		return nil, nil, forecast.FieldErrorf(forecast.EINVALID, "locations", "%s", msg)
+	}
+	if len(noData) > 0 {
+		return nil, nil, forecast.FieldErrorf(forecast.EINFEASIBLE, "locations", "known region(s) without zone data: %s", strings.Join(noData, "; "))
 	}
 	return zones, located, nil
 }

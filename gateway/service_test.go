@@ -49,8 +49,8 @@ func (t table) Get(_ context.Context, k cache.Key) (forecast.Forecast, error) {
 type locator map[gateway.Location]forecast.Zone
 
 func (l locator) Locate(p, r string) (forecast.Zone, error) {
-	if r == "northeurope" {
-		return "", forecast.Errorf(forecast.EINVALID, "region %s is listed in several zones", r)
+	if r == "chinanorth" {
+		return "", forecast.Errorf(forecast.EINFEASIBLE, "azure region %s is known but has no grid zone", r)
 	}
 	z, ok := l[gateway.Location{Provider: p, Region: r}]
 	if !ok {
@@ -317,8 +317,11 @@ func TestScheduleErrors(t *testing.T) {
 		{"unknown zones are all named", forecast.EINVALID, "zones", with(func(r *gateway.Request) { r.Zones = []forecast.Zone{"DE", "QQ", "ZZ"} }), []string{"QQ", "ZZ"}},
 		{"unknown origin", forecast.EINVALID, "origin", with(func(r *gateway.Request) { r.Origin = "QQ" }), []string{"QQ"}},
 		{"unknown and unmapped regions are all named", forecast.EINVALID, "locations", with(func(r *gateway.Request) {
-			r.Locations = []gateway.Location{{Provider: "aws", Region: "mars-1"}, {Provider: "azure", Region: "northeurope"}, {Provider: "aws", Region: "af-south-1"}}
-		}), []string{"aws/mars-1", "azure/northeurope", "aws/af-south-1"}},
+			r.Locations = []gateway.Location{{Provider: "aws", Region: "mars-1"}, {Provider: "azure", Region: "chinanorth"}, {Provider: "aws", Region: "af-south-1"}}
+		}), []string{"unknown region(s): aws/mars-1", "azure/chinanorth", "aws/af-south-1"}},
+		{"known regions without zone data are 422, not unknown", forecast.EINFEASIBLE, "locations", with(func(r *gateway.Request) {
+			r.Locations = []gateway.Location{{Provider: "azure", Region: "chinanorth"}, {Provider: "aws", Region: "af-south-1"}}
+		}), []string{"known region(s) without zone data", "azure/chinanorth (azure region chinanorth is known but has no grid zone)", "aws/af-south-1 (maps to zone"}},
 		{"every candidate fails to forecast", forecast.EUNAVAILABLE, "zones", with(func(r *gateway.Request) { r.Zones = []forecast.Zone{"XX"} }), []string{"XX"}},
 		{"the marginal signal without a vendor", forecast.EINVALID, "signal", with(func(r *gateway.Request) { r.Signal = forecast.SignalMarginal }), []string{"marginal", "vendor"}},
 	}

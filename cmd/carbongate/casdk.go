@@ -60,9 +60,10 @@ func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables, re
 	}
 	cfg := casdk.Config{Service: m.gw.Service, Observed: tables, ObservedSource: "bundled", Prefixes: a.prefixes, Logger: m.Logger,
 		Coordinates: func(provider, region string) (float64, float64, bool) {
-			r, _ := regs.Lookup(provider, region) // the region, also when it maps to no single zone
+			r, _ := regs.Lookup(provider, region) // the region, also when it maps to no zone
 			return r.Latitude, r.Longitude, r.HasGeo
-		}}
+		},
+		Unserved: func(provider, region string) string { return unserved(regs, provider, region) }}
 	if m.Store.conn != nil {
 		cfg.Observed, cfg.ObservedSource, cfg.Forecasts = m.Store.conn, "store", m.Store.conn
 	}
@@ -81,4 +82,18 @@ func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables, re
 		}
 		api.Register(e)
 	}, doc, nil
+}
+
+// unserved says why a cloud region of the table is not served by the
+// Carbon Aware SDK API (it maps to no zone, or to a zone the gateway has
+// no data for), and "" for a region the table lacks.
+func unserved(regs *regions.Table, provider, region string) string {
+	r, err := regs.Lookup(provider, region)
+	switch {
+	case forecast.ErrorCode(err) == forecast.EINFEASIBLE:
+		return forecast.ErrorMessage(err)
+	case err != nil:
+		return ""
+	}
+	return fmt.Sprintf("%s region %s (%s) is known and maps to zone %s, which has no data and no climatology", r.Provider, r.Region, r.Location, r.Zone)
 }

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,8 +111,9 @@ func TestCASDKLocationsHaveCoordinates(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&locs); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d, %v", resp.StatusCode, err)
 	}
-	// westeurope's geolocation in the region table; a zone id has none.
-	if l := locs["westeurope"]; l.Latitude == nil || *l.Latitude != 51.9167 || *l.Longitude != 4.5 {
+	// westeurope's coordinates in the region table (the Carbon Aware SDK's
+	// own); a zone id has none.
+	if l := locs["westeurope"]; l.Latitude == nil || *l.Latitude != 52.3667 || *l.Longitude != 4.9 {
 		t.Errorf("westeurope %+v", l)
 	}
 	if l, ok := locs["NL"]; !ok || l.Latitude != nil {
@@ -178,5 +183,57 @@ func TestCASDKFromStore(t *testing.T) {
 	}
 	if p := resp.Header.Get(casdk.HeaderProvenance); !strings.Contains(p, `source="store"`) {
 		t.Errorf("average provenance %q", p)
+	}
+}
+
+// TestCASDKAzureRegionsOfTheSDK: every Azure region name the Carbon Aware
+// SDK ships (its azure-regions.json) either is served or answers a 400
+// saying why it is not (a known region without zone data), distinct from
+// a misspelt name, which answers the nearest names.
+func TestCASDKAzureRegionsOfTheSDK(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "forecast", "regions", "gen", "sources", "casdk-azure-regions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sdk map[string]any
+	if err := json.Unmarshal(raw, &sdk); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := startMain(t, "--drain-delay", "0s")
+	get := func(loc string) (int, string) {
+		resp, err := http.Get(m.URL() + "/casdk/emissions/forecasts/current?location=" + url.QueryEscape(loc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	served := 0
+	for name := range sdk {
+		switch code, body := get(name); {
+		case code == http.StatusOK:
+			served++
+		case code == http.StatusBadRequest && strings.Contains(body, "is not served") && !strings.Contains(body, "unknown location"):
+		default:
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+	t.Logf("%d of the SDK's %d Azure region names served", served, len(sdk))
+	if served < 45 {
+		t.Errorf("%d of the SDK's %d Azure regions served, want at least 45", served, len(sdk))
+	}
+	for loc, want := range map[string]string{
+		"uksuoth":          "did you mean uksouth",
+		"westus3":          "maps to zone US-SW-AZPS, which has no data and no climatology",
+		"azure:chinanorth": "known but has no grid zone",
+	} {
+		if code, body := get(loc); code != http.StatusBadRequest || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %s, want 400 with %q", loc, code, body, want)
+		}
+	}
+	if code, body := get("uksouth"); code != http.StatusOK {
+		t.Errorf("uksouth: %d %s", code, body)
 	}
 }

@@ -91,12 +91,12 @@ type Regions struct {
 	Regions  map[string]Region `json:"regions"` // by the provider's region name
 }
 
-// Region is one cloud region: its Electricity Maps zone ("" when the table
-// has none, or several) and location, from the latest year that lists it.
+// Region is one cloud region of forecast/regions' table: its Electricity
+// Maps zone ("" for a documented exception), place and country.
 type Region struct {
 	Zone     string `json:"zone"`
 	Location string `json:"location"`
-	Year     int    `json:"year"`
+	Country  string `json:"country,omitempty"` // ISO 3166-1 alpha-2
 }
 
 // Candidates is candidates/<provider>/data.json: the regions, latency and

@@ -23,14 +23,17 @@ func TestBundle(t *testing.T) {
 	if r := find("azure", "westeurope"); r.Zone != "NL" || !r.EU {
 		t.Errorf("westeurope %+v, want NL in the EU", r)
 	}
-	if r := find("azure", "northeurope"); r.Zone != "" || !r.EU {
-		t.Errorf("northeurope %+v, want no single zone, in the EU", r)
+	if r := find("azure", "northeurope"); r.Zone != "IE" || !r.EU {
+		t.Errorf("northeurope %+v, want IE (Dublin), in the EU", r)
+	}
+	if r := find("aws", "cn-north-1"); r.Zone != "" || r.EU {
+		t.Errorf("cn-north-1 %+v, want no zone (an exception), outside the EU", r)
 	}
 	if r := find("aws", "eu-west-2"); r.Zone != "GB" || r.EU {
 		t.Errorf("eu-west-2 %+v, want GB outside the EU", r)
 	}
-	if len(d.Regions("oracle")) != 0 || d.HasLatency("aws") || !d.HasLatency("azure") {
-		t.Error("oracle has regions, or latency data is not azure's alone")
+	if len(d.Regions("oracle")) == 0 || d.HasLatency("aws") || !d.HasLatency("azure") {
+		t.Error("oracle has no regions, or latency data is not azure's alone")
 	}
 	l, _, err := opabundle.LoadLatency("azure")
 	if err != nil {

@@ -97,6 +97,11 @@ type Config struct {
 	Forecasts Forecasts
 	// Coordinates gives /locations its latitudes and longitudes; nil: null.
 	Coordinates Coordinates
+	// Unserved, when set, says why a cloud region that /locations does not
+	// list is not served although it is real (it maps to no zone, or to a
+	// zone without data), and "" for a name it does not know; the answer is
+	// then a 400 saying so instead of "unknown location".
+	Unserved func(provider, region string) string
 	// Prefixes are the path prefixes the API is served under ("" is the
 	// root); at least one.
 	Prefixes []string
@@ -148,7 +153,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.Lookback <= 0 {
 		cfg.Lookback = DefaultLookback
 	}
-	return &API{cfg: cfg, log: cfg.Logger, cat: newCatalog(cfg.Service.Zones())}, nil
+	return &API{cfg: cfg, log: cfg.Logger, cat: newCatalog(cfg.Service.Zones(), cfg.Unserved)}, nil
 }
 
 // CheckPrefix accepts "" (the root) or /segment[/segment…] without a

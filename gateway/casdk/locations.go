@@ -1,10 +1,12 @@
 package casdk
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 )
 
@@ -21,15 +23,17 @@ type place struct {
 // provider:region, and bare too when no other name takes it; zone ids.
 // Names are matched case-insensitively.
 type catalog struct {
-	byName map[string]place // lower-cased name → place
-	list   []place          // one entry per place, by Name
+	byName   map[string]place // lower-cased name → place
+	list     []place          // one entry per place, by Name
+	names    []string         // every name, for suggestions
+	unserved func(provider, region string) string
 }
 
 // Coordinates gives a cloud region's latitude and longitude, when known.
 type Coordinates func(provider, region string) (lat, lon float64, ok bool)
 
-func newCatalog(zones []gateway.ZoneInfo) *catalog {
-	c := &catalog{byName: map[string]place{}}
+func newCatalog(zones []gateway.ZoneInfo, unserved func(provider, region string) string) *catalog {
+	c := &catalog{byName: map[string]place{}, unserved: unserved}
 	// Bare names by priority: Azure regions, then zone ids, then other
 	// providers' regions that no other name takes.
 	var others []place
@@ -68,14 +72,40 @@ func newCatalog(zones []gateway.ZoneInfo) *catalog {
 		c.list = append(c.list, p)
 	}
 	sort.Slice(c.list, func(i, j int) bool { return c.list[i].Name < c.list[j].Name })
+	for n := range c.byName {
+		c.names = append(c.names, n)
+	}
+	sort.Strings(c.names)
 	return c
 }
 
-// resolve returns the place named name, or a 400 naming param.
+// resolve returns the place named name, or a 400 naming param: for a real
+// cloud region that is not served, why (see Config.Unserved); else the
+// nearest names served.
 func (c *catalog) resolve(name, param string) (place, error) {
-	p, ok := c.byName[strings.ToLower(strings.TrimSpace(name))]
-	if !ok {
-		return place{}, invalid(param, "unknown location %q: give an Azure region name (eastus), provider:region (aws:eu-west-1) or a zone id (DE); GET /locations lists them", clip(name))
+	lower := strings.ToLower(strings.TrimSpace(name))
+	p, ok := c.byName[lower]
+	if ok {
+		return p, nil
 	}
-	return p, nil
+	if why := c.why(lower); why != "" {
+		return place{}, invalid(param, "location %q is not served: %s; GET /locations lists those that are", clip(name), why)
+	}
+	msg := fmt.Sprintf("unknown location %q: give an Azure region name (eastus), provider:region (aws:eu-west-1) or a zone id (DE); GET /locations lists them", clip(name))
+	if near := regions.Nearest(lower, c.names, 3); len(near) > 0 {
+		msg += "; did you mean " + strings.Join(near, ", ") + "?"
+	}
+	return place{}, invalid(param, "%s", msg)
+}
+
+// why asks Unserved about name: provider:region, or a bare name as an Azure
+// region.
+func (c *catalog) why(lower string) string {
+	if c.unserved == nil || len(lower) > 128 {
+		return ""
+	}
+	if p, r, ok := strings.Cut(lower, ":"); ok {
+		return c.unserved(p, r)
+	}
+	return c.unserved("azure", lower)
 }

@@ -11,7 +11,7 @@ eu_spec := {
 	"maxLatencyMs": 40, "originRegion": "westeurope", "residency": "EU",
 }
 
-eu_zones := ["AT", "DK-DK2", "ES", "IT-NO", "NL", "PL", "SE"]
+eu_zones := ["AT", "DE", "DK-DK2", "ES", "FR", "IE", "IT-NO", "NL", "PL", "SE"]
 
 template(spec) := {
 	"apiVersion": "carbongate.io/v1alpha1", "kind": "VmTemplate",
@@ -70,7 +70,7 @@ send_429(_) := send_status(429, {"error": {"code": "unavailable", "message": "sl
 
 send_no_decision(_) := send_status(200, {"request_id": "R"})
 
-send_foreign_zone(req) := send_status(200, answer("FR", req.body.zones))
+send_foreign_zone(req) := send_status(200, answer("GB", req.body.zones))
 
 send_no_baseline(req) := send_status(200, object.remove(answer("SE", req.body.zones), ["savings_pct"]))
 
@@ -169,9 +169,10 @@ test_null_annotations_are_replaced if {
 	ops[4] == {"op": "add", "path": "/metadata/annotations", "value": {}}
 }
 
-test_without_residency_zones_are_the_same_here if {
+test_without_residency_non_eu_zones_join if {
 	zones := admission.eligible_zones with input as create(without("residency")) with opa.runtime as no_env
-	zones == eu_zones
+	{z | some z in zones} - {z | some z in eu_zones} == {"CH", "GB", "NO-NO1", "NO-NO2"}
+	{z | some z in eu_zones} - {z | some z in zones} == set()
 }
 
 test_savings_null_without_baseline if {
@@ -201,7 +202,7 @@ test_representative_lowest_rtt if {
 	# centralus and northcentralus are both US-MIDW-MISO; from eastus
 	# northcentralus is closer.
 	reps := admission.representative with input as create({"duration": "PT3H", "maxLatencyMs": 30, "originRegion": "eastus"}) with opa.runtime as no_env
-	reps == {"US-MIDA-PJM": "eastus", "US-MIDW-MISO": "northcentralus"}
+	reps == {"CA-ON": "canadacentral", "CA-QC": "canadaeast", "US-MIDA-PJM": "eastus", "US-MIDW-MISO": "northcentralus"}
 }
 
 # eastus2_ties is the index entry gen derives for origin eastus2 from the
@@ -209,7 +210,7 @@ test_representative_lowest_rtt if {
 # (TestCandidates in deploy/opa/gen checks that derivation): equal times
 # are ordered by name, so centralus represents US-MIDW-MISO.
 eastus2_ties := {
-	"unmeasured": 23,
+	"unmeasured": 97,
 	"candidates": [
 		{"region": "eastus2", "zone": "US-MIDA-PJM", "rtt_ms": 0, "eu": false},
 		{"region": "centralus", "zone": "US-MIDW-MISO", "rtt_ms": 7, "eu": false},
@@ -233,13 +234,14 @@ test_representative_ties_by_name if {
 }
 
 test_latency_is_directional if {
-	# australiaeast -> australiasoutheast is 16 ms, the way back 17 ms.
-	zones := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 16, "originRegion": "australiaeast"}) with opa.runtime as no_env
-	zones == ["AU-NSW", "AU-VIC"]
-	back := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 16, "originRegion": "australiasoutheast"}) with opa.runtime as no_env
-	back == ["AU-VIC"]
-	back17 := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 17, "originRegion": "australiasoutheast"}) with opa.runtime as no_env
-	back17 == ["AU-NSW", "AU-VIC"]
+	# australiasoutheast -> australiacentral2 (AU-NSW) is 14 ms, the way
+	# back 16 ms.
+	there := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 14, "originRegion": "australiasoutheast"}) with opa.runtime as no_env
+	there == ["AU-NSW", "AU-VIC"]
+	back := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 14, "originRegion": "australiacentral2"}) with opa.runtime as no_env
+	back == ["AU-NSW"]
+	back16 := admission.eligible_zones with input as create({"duration": "PT3H", "maxLatencyMs": 16, "originRegion": "australiacentral2"}) with opa.runtime as no_env
+	back16 == ["AU-NSW", "AU-VIC"]
 }
 
 test_provider_without_latency_only_origin if {
@@ -254,13 +256,13 @@ test_provider_without_latency_only_origin if {
 
 test_residency_excludes_all if {
 	r := decide(create(with_spec({"originRegion": "centralus"})))
-	denied(r, 403, "no eligible region: 17 regions beyond 40 ms of centralus, 5 without a latency measurement from centralus, 5 outside the EU")
+	denied(r, 403, "no eligible region: 47 regions beyond 40 ms of centralus, 48 without a latency measurement from centralus, 6 outside the EU")
 	r.status.reason == "Forbidden"
-	r.status.message == "no eligible region: 17 regions beyond 40 ms of centralus, 5 without a latency measurement from centralus, 5 outside the EU"
+	r.status.message == "no eligible region: 47 regions beyond 40 ms of centralus, 48 without a latency measurement from centralus, 6 outside the EU"
 }
 
 test_no_zone_one_region if {
-	spec := {"provider": "aws", "duration": "PT3H", "maxLatencyMs": 10, "originRegion": "ca-west-1"}
+	spec := {"provider": "aws", "duration": "PT3H", "maxLatencyMs": 10, "originRegion": "cn-north-1"}
 	r := decide(create(spec))
 	r.status.message == "no eligible region: no latency data for provider aws: only the origin region qualifies, 1 region without a grid zone"
 	denied(r, 403, "1 region without a grid zone")
@@ -475,7 +477,9 @@ test_origin_of_another_provider if {
 }
 
 test_provider_without_regions if {
-	denied(decide(create(with_spec({"provider": "oracle"}))), 400, "spec.originRegion: provider oracle has no regions in the region table")
+	# The bundle has oracle regions now: a bundle without them.
+	r := decide(create(with_spec({"provider": "oracle"}))) with data.carbongate.candidates as {"azure": data.carbongate.candidates.azure}
+	denied(r, 400, "spec.originRegion: provider oracle has no regions in the region table")
 }
 
 # Step 11: carbongate failures.
@@ -488,7 +492,7 @@ failures := [
 	"carbongate unavailable: carbongate answered 503: no body",
 	"carbongate unavailable: carbongate answered 429: slow down",
 	"carbongate unavailable: carbongate answered 200 without a decision",
-	"carbongate unavailable: carbongate chose zone FR, which is not a candidate",
+	"carbongate unavailable: carbongate chose zone GB, which is not a candidate",
 ]
 
 test_fail_closed if {

@@ -29,12 +29,7 @@ import (
 )
 
 func main() {
-	def := os.Getenv("XDG_CACHE_HOME")
-	if def == "" {
-		home, _ := os.UserHomeDir()
-		def = filepath.Join(home, ".cache")
-	}
-	tarballs := flag.String("tarballs", filepath.Join(def, "carbongate", "ccf"), "directory holding the pinned npm tarballs (test/setup/ccf.sh)")
+	tarballs := flag.String("tarballs", pkgdata.CacheDir("ccf"), "directory holding the pinned npm tarballs (test/setup/ccf.sh)")
 	out := flag.String("out", filepath.Join("forecast", "instances", "data"), "the data directory")
 	flag.Parse()
 	files, err := render(*tarballs)

@@ -17,6 +17,18 @@ import (
 	"strings"
 )
 
+// CacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/carbongate/sub, where the
+// setup scripts (test/setup/ccf.sh, test/setup/regiondata.sh) keep the
+// pinned packages: the generators' default input directories.
+func CacheDir(sub string) string {
+	def := os.Getenv("XDG_CACHE_HOME")
+	if def == "" {
+		home, _ := os.UserHomeDir()
+		def = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(def, "carbongate", sub)
+}
+
 // NPM is one pinned npm package.
 type NPM struct{ Name, Version, Integrity string }
 

