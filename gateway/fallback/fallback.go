@@ -280,16 +280,20 @@ func describe(err error, timeout time.Duration) string {
 // the climatology step. Model names the provenance model.
 type Flat struct {
 	Model string
-	Value func(zone forecast.Zone, signal forecast.Signal) (float64, bool)
+	// Value returns the zone's constant for signal and the version its
+	// provenance carries (for climatology: the source, column and year of
+	// the figure), or an error saying why there is none.
+	Value func(zone forecast.Zone, signal forecast.Signal) (float64, string, error)
 }
 
 var _ forecast.Forecaster = Flat{}
 
-// Forecast returns Horizon hours at the zone's constant value, or ENOTFOUND.
+// Forecast returns Horizon hours at the zone's constant value, or Value's
+// error.
 func (f Flat) Forecast(ctx context.Context, req forecast.Request) (forecast.Forecast, error) {
-	v, ok := f.Value(req.Zone, req.Signal)
-	if !ok {
-		return forecast.Forecast{}, forecast.Errorf(forecast.ENOTFOUND, "no climatology for %s", req.Zone)
+	v, version, err := f.Value(req.Zone, req.Signal)
+	if err != nil {
+		return forecast.Forecast{}, err
 	}
 	vals := make([]float64, req.Horizon)
 	for i := range vals {
@@ -298,6 +302,6 @@ func (f Flat) Forecast(ctx context.Context, req forecast.Request) (forecast.Fore
 	return forecast.Forecast{
 		Zone: req.Zone, Signal: req.Signal,
 		Series:     forecast.Series{Start: req.Start, Values: vals},
-		Provenance: forecast.Provenance{Model: f.Model, IssuedAt: req.Start},
+		Provenance: forecast.Provenance{Model: f.Model, Version: version, IssuedAt: req.Start},
 	}, nil
 }

@@ -195,7 +195,12 @@ func TestDegraded(t *testing.T) {
 
 func TestFlat(t *testing.T) {
 	t.Parallel()
-	f := Flat{Model: "climatology", Value: func(z forecast.Zone, _ forecast.Signal) (float64, bool) { return 42, z == "FR" }}
+	f := Flat{Model: "climatology", Value: func(z forecast.Zone, _ forecast.Signal) (float64, string, error) {
+		if z != "FR" {
+			return 0, "", forecast.Errorf(forecast.ENOTFOUND, "no climatology for %s", z)
+		}
+		return 42, "src:2024", nil
+	}}
 	start := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
 	fc, err := f.Forecast(context.Background(), forecast.Request{Zone: "FR", Start: start, Horizon: 3})
 	if err != nil {
@@ -203,6 +208,9 @@ func TestFlat(t *testing.T) {
 	}
 	if got, want := len(fc.Series.Values), 3; got != want || fc.Series.Values[2] != 42 {
 		t.Fatalf("values=%v, want 3 × 42", fc.Series.Values)
+	}
+	if fc.Provenance.Model != "climatology" || fc.Provenance.Version != "src:2024" {
+		t.Errorf("provenance %+v", fc.Provenance)
 	}
 	if _, err := f.Forecast(context.Background(), forecast.Request{Zone: "XX", Start: start, Horizon: 3}); forecast.ErrorCode(err) != forecast.ENOTFOUND {
 		t.Fatalf("err=%v, want ENOTFOUND", err)

@@ -191,7 +191,7 @@ func vendorChain(tb testing.TB, f *Forecaster, timeout time.Duration) *fallback.
 				return f
 			}},
 			{Source: forecast.SourceClimatology, For: func(forecast.Zone, forecast.Signal) forecast.Forecaster {
-				return fallback.Flat{Model: "climatology", Value: func(forecast.Zone, forecast.Signal) (float64, bool) { return 300, true }}
+				return fallback.Flat{Model: "climatology", Value: func(forecast.Zone, forecast.Signal) (float64, string, error) { return 300, "", nil }}
 			}},
 		},
 		Known: func(forecast.Zone) bool { return true },

@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -105,4 +106,19 @@ func (l locator) Locate(provider, region string) (forecast.Zone, error) {
 		return "", err
 	}
 	return r.Zone, nil
+}
+
+// climatology is the climatology step's value: the zone's annual figure of
+// the signal asked, its provenance version naming the source, column and
+// year ("gsf-real-time-cloud:grid-carbon-intensity-average-consumption-annual:2024");
+// for a signal without a figure (direct: no bundled source publishes one),
+// ENOTFOUND saying so rather than the figure of another signal.
+func climatology(t *regions.Table) func(forecast.Zone, forecast.Signal) (float64, string, error) {
+	return func(z forecast.Zone, s forecast.Signal) (float64, string, error) {
+		f, ok := t.ClimatologyOf(z, s)
+		if !ok {
+			return 0, "", forecast.Errorf(forecast.ENOTFOUND, "no %s climatology for %s: the bundled annual figures (%s) are of the lifecycle signal", s, z, regions.ClimatologySource)
+		}
+		return f.Value, fmt.Sprintf("%s:%d", f.Source, f.Year), nil
+	}
 }

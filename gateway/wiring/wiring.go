@@ -235,12 +235,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			return base[s]
 		}},
 		{Source: forecast.SourceClimatology, For: func(z forecast.Zone, s forecast.Signal) forecast.Forecaster {
-			if _, ok := cfg.Regions.Climatology(z); !ok || !slices.Contains(forecast.Signals[:], s) {
-				return nil // an annual mean of the average signals
+			if _, ok := cfg.Regions.ClimatologyOf(z, s); !ok {
+				return nil // annual figures exist for the lifecycle signal only
 			}
-			return fallback.Flat{Model: "climatology", Value: func(z forecast.Zone, _ forecast.Signal) (float64, bool) {
-				return cfg.Regions.Climatology(z)
-			}}
+			return fallback.Flat{Model: "climatology", Value: climatology(cfg.Regions)}
 		}},
 	}...)
 	if v := cfg.Vendor; v != nil {

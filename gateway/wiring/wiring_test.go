@@ -12,6 +12,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/models/workflow"
 	"github.com/carbongate/carbongate/test/testsupport"
@@ -111,6 +112,48 @@ func TestProvenanceSources(t *testing.T) {
 				t.Fatalf("issued_at=%v, want %v", p.IssuedAt, replayStart)
 			}
 		})
+	}
+}
+
+// TestClimatologyOfTheSignalAsked: a zone with no history answers the
+// lifecycle signal with its annual lifecycle figure, the provenance naming
+// its source, column and year; asked for the direct signal, which no
+// bundled annual figure measures, it is listed as not forecast, saying so,
+// never answered with the lifecycle figure.
+func TestClimatologyOfTheSignalAsked(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, Config{})
+	tbl, err := regions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := tbl.ClimatologyOf("FR", forecast.SignalLifecycle)
+	if !ok {
+		t.Fatal("FR has no lifecycle climatology")
+	}
+	d, err := g.Service.Schedule(context.Background(), gateway.Request{Zones: []forecast.Zone{"DE", "FR"}, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d.Provenance["FR"]
+	if p.Source != forecast.SourceClimatology || p.Version != fmt.Sprintf("%s:%d", regions.ClimatologySource, want.Year) {
+		t.Errorf("FR lifecycle provenance %+v", p)
+	}
+	d, err = g.Service.Schedule(context.Background(), gateway.Request{Zones: []forecast.Zone{"DE", "FR"}, Duration: time.Hour, Signal: forecast.SignalDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Provenance["FR"]; ok {
+		t.Errorf("FR answered the direct signal: %+v", d.Provenance["FR"])
+	}
+	var reason string
+	for _, r := range d.Infeasible {
+		if r.Zone == "FR" {
+			reason = r.Reason
+		}
+	}
+	if !strings.Contains(reason, "no forecast") || !strings.Contains(reason, "climatology") {
+		t.Errorf("FR under the direct signal: reason %q, want it listed as not forecast", reason)
 	}
 }
 
