@@ -304,7 +304,13 @@ func (s *Service) Schedule(ctx context.Context, req Request) (Decision, error) {
 		}
 	}
 	if len(sc) == 0 {
-		return Decision{}, &forecast.Error{Code: forecast.EUNAVAILABLE, Field: "zones",
+		code := forecast.EINFEASIBLE // every zone lacks a forecaster for the signal: ask another
+		for _, e := range errs[:len(cands)] {
+			if e != nil && forecast.ErrorCode(e) != forecast.EINFEASIBLE {
+				code = forecast.EUNAVAILABLE
+			}
+		}
+		return Decision{}, &forecast.Error{Code: code, Field: "zones",
 			Message: "no candidate zone could be forecast: " + joinReasons(failed)}
 	}
 	res, err := forecast.Search(q, sc)

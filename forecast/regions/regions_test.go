@@ -141,3 +141,23 @@ func ExampleTable_Lookup() {
 	// azure uksouth GB GB
 	// not_found unknown azure region "uksuoth"; did you mean uksouth?
 }
+
+// BenchmarkLookupMisspelt is the cost of an unknown name: the suggestions'
+// edit distances. A 20-character name is compared with the names of
+// similar length; a 4 KiB one with none.
+func BenchmarkLookupMisspelt(b *testing.B) {
+	tb, err := regions.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{20, 4096} {
+		name := strings.Repeat("x", n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := tb.Lookup("azure", name); forecast.ErrorCode(err) != forecast.ENOTFOUND {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -7,16 +7,24 @@ import (
 
 // Nearest returns up to n of names nearest to name by edit distance
 // (Levenshtein, case-insensitive), nearest first then alphabetically;
-// only names within max(2, len(name)/3) edits count.
+// only names within max(2, len(name)/3) edits count. A name of a length
+// far from every name's costs a scan only.
 func Nearest(name string, names []string, n int) []string {
 	name = strings.ToLower(name)
-	limit := max(2, len([]rune(name))/3)
+	n0 := len([]rune(name))
+	limit := max(2, n0/3)
 	type cand struct {
 		name string
 		d    int
 	}
 	var cs []cand
 	for _, c := range names {
+		// Names whose lengths differ by more than limit are further: skip
+		// them without the quadratic distance, so that a long hostile name
+		// costs no more than a scan.
+		if diff := n0 - len([]rune(c)); diff > limit || -diff > limit {
+			continue
+		}
 		if d := distance(name, strings.ToLower(c)); d <= limit {
 			cs = append(cs, cand{c, d})
 		}

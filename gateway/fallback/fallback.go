@@ -110,7 +110,9 @@ func (c *Chain) Known(zone forecast.Zone) bool { return c.known(zone) }
 // answer ("zone: no model for DE; generic: timed out after 2s").
 //
 // Errors: EINVALID "zones" for an unknown zone or a bad request; the caller's
-// context error when it ends; EUNAVAILABLE when every step failed. A step
+// context error when it ends; EINFEASIBLE "signal" when no step has a
+// forecaster for the zone and signal; EUNAVAILABLE when every step that has
+// one failed. A step
 // that ignores its context is abandoned at its deadline (its result is
 // dropped), so the chain never waits past a step's deadline. With tracing
 // on, each step tried is a span ("fallback <step>") ending with its error.
@@ -122,6 +124,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 		return forecast.Forecast{}, forecast.Errorf(forecast.EINVALID, "forecast request needs a horizon ≥ 1 and an hour-aligned UTC start, got %d and %s", req.Horizon, req.Start)
 	}
 	var why, skipped []string
+	tried := false
 	for _, s := range c.steps {
 		if err := ctx.Err(); err != nil {
 			return forecast.Forecast{}, err
@@ -131,6 +134,7 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 			why, skipped = append(why, fmt.Sprintf("%s: no %s forecaster for %s", s.Name, s.Name, req.Zone)), append(skipped, s.Name)
 			continue
 		}
+		tried = true
 		fc, err := c.traced(ctx, s, f, req)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -150,6 +154,12 @@ func (c *Chain) Forecast(ctx context.Context, req forecast.Request) (forecast.Fo
 		}
 		c.answered.WithLabelValues(string(s.Source)).Inc()
 		return fc, nil
+	}
+	if !tried {
+		// Not an outage: no step forecasts this signal for the zone (a zone
+		// known by its lifecycle climatology alone, asked for direct).
+		return forecast.Forecast{}, forecast.FieldErrorf(forecast.EINFEASIBLE, "signal",
+			"no %s forecast for %s: no step of the fallback chain forecasts it (%s)", req.Signal, req.Zone, strings.Join(why, "; "))
 	}
 	return forecast.Forecast{}, &forecast.Error{Code: forecast.EUNAVAILABLE,
 		Message: fmt.Sprintf("no forecast for %s: %s", req.Zone, strings.Join(why, "; "))}

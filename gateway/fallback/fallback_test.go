@@ -159,6 +159,30 @@ func TestChainUnknownZone(t *testing.T) {
 	}
 }
 
+// TestChainNoForecaster: a known zone for which no step has a forecaster
+// (lifecycle climatology only, asked for direct) is EINFEASIBLE naming
+// "signal", not an outage; a step that has one and fails is EUNAVAILABLE.
+func TestChainNoForecaster(t *testing.T) {
+	t.Parallel()
+	known := func(forecast.Zone) bool { return true }
+	req := forecast.Request{Zone: "FR", Signal: forecast.SignalDirect, Start: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC), Horizon: 1}
+	c, err := New(Config{Steps: []Step{none(forecast.SourceZone), none(forecast.SourceClimatology)}, Known: known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Forecast(context.Background(), req)
+	if forecast.ErrorCode(err) != forecast.EINFEASIBLE || forecast.ErrorField(err) != "signal" || !strings.Contains(forecast.ErrorMessage(err), "no direct forecast for FR") {
+		t.Fatalf("err=%v, want EINFEASIBLE on signal", err)
+	}
+	c, err = New(Config{Steps: []Step{none(forecast.SourceZone), step(forecast.SourceClimatology, fake{err: forecast.Errorf(forecast.EUNAVAILABLE, "down")}, 0)}, Known: known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = c.Forecast(context.Background(), req); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
+		t.Fatalf("err=%v, want EUNAVAILABLE", err)
+	}
+}
+
 func TestChainCallerDeadline(t *testing.T) {
 	t.Parallel()
 	// The caller's deadline bounds a step without a timeout of its own.

@@ -155,6 +155,11 @@ func TestClimatologyOfTheSignalAsked(t *testing.T) {
 	if !strings.Contains(reason, "no forecast") || !strings.Contains(reason, "climatology") {
 		t.Errorf("FR under the direct signal: reason %q, want it listed as not forecast", reason)
 	}
+	// FR alone: not an outage (503) but a request no step can answer (422).
+	_, err = g.Service.Schedule(context.Background(), gateway.Request{Zones: []forecast.Zone{"FR"}, Duration: time.Hour, Signal: forecast.SignalDirect})
+	if forecast.ErrorCode(err) != forecast.EINFEASIBLE || !strings.Contains(forecast.ErrorMessage(err), "no direct forecast for FR") {
+		t.Errorf("FR alone under the direct signal: %v, want EINFEASIBLE saying no direct forecast", err)
+	}
 }
 
 func TestUnknownZone(t *testing.T) {
