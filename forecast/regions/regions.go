@@ -64,9 +64,6 @@ type key struct{ provider, region string }
 // providerList names the canonical providers, for messages.
 const providerList = "aws, gcp, azure, oracle"
 
-// Providers are the canonical provider names.
-var Providers = []string{"aws", "azure", "gcp", "oracle"}
-
 // CanonicalProvider returns the canonical name of a provider name or alias
 // (see the package doc), and false for an unknown provider.
 func CanonicalProvider(name string) (string, bool) {
@@ -211,7 +208,7 @@ func (t *Table) Lookup(provider, region string) (Region, error) {
 		}
 		return Region{}, forecast.Errorf(forecast.ENOTFOUND, "%s", msg)
 	}
-	r := t.regions[i]
+	r := t.regions[i].clone()
 	if r.Zone == "" {
 		return r, forecast.Errorf(forecast.EINFEASIBLE, "%s region %s is known but has no grid zone: %s", p, r.Region, r.Exception)
 	}
@@ -224,7 +221,7 @@ func (t *Table) Regions(zone forecast.Zone) []Region {
 	var out []Region
 	for _, r := range t.regions {
 		if r.Zone == zone && zone != "" {
-			out = append(out, r)
+			out = append(out, r.clone())
 		}
 	}
 	return out
@@ -232,7 +229,20 @@ func (t *Table) Regions(zone forecast.Zone) []Region {
 
 // All returns every region, sorted by provider then region name. Regions
 // without a zone (exceptions) are included, with an empty Zone.
-func (t *Table) All() []Region { return slices.Clone(t.regions) }
+func (t *Table) All() []Region {
+	out := make([]Region, len(t.regions))
+	for i, r := range t.regions {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// clone is r with its own ListedBy, so that callers cannot change the
+// table's.
+func (r Region) clone() Region {
+	r.ListedBy = slices.Clone(r.ListedBy)
+	return r
+}
 
 // parseGeo reads "latitude, longitude" in degrees.
 func parseGeo(s string) (lat, lon float64, ok bool) {
