@@ -145,6 +145,7 @@ test: fmt-check vet lint fuzz
 	HELM=$$(test/setup/helm.sh) && \
 	CARBONGATE_PROMTOOL=$$(test/setup/promtool.sh) && \
 	CARBONGATE_CCF=$$(test/setup/ccf.sh) && \
+	CARBONGATE_REGIONDATA=$$(test/setup/regiondata.sh) && \
 	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
 	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && \
 	CARBONGATE_OTELCOL=$$(test/setup/otelcol.sh) && \
@@ -154,7 +155,7 @@ test: fmt-check vet lint fuzz
 	CARBONGATE_VENV_MLFLOW_CRATEDB=$$(test/setup/venv.sh test/python/requirements-mlflow-cratedb.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_OTELCOL CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_REGIONDATA CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_OTELCOL CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	mkdir -p $(CACHE) && \
 	$(GO) run ./test/gotest -go $(GO) -tags interop -timeout 25m -nested $(subst $(space),$(comma),$(NESTED)) \
 		-alone github.com/carbongate/carbongate/test/abuse -json-out $(CACHE)/test-events.json
