@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/controller"
+	"github.com/carbongate/carbongate/gateway/hold"
 	"github.com/carbongate/carbongate/gateway/kserve"
 )
 
@@ -36,6 +39,9 @@ type Controller struct {
 	HoldMaxDelay    time.Duration // --hold-max-delay
 	QPS             float64       // --kube-qps
 	Burst           int           // --kube-burst
+	DecisionKey     string        // --decision-key-file
+
+	signer *hold.Signer
 
 	ctl    *controller.Controller
 	cancel context.CancelFunc
@@ -53,6 +59,7 @@ func (c *Controller) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterProvider, "cluster-provider", c.ClusterProvider, "cloud provider (aws, gcp, azure, oracle) whose region names the nodes' "+`topology.kubernetes.io/region labels carry; default: the first provider with the name`)
 	fs.StringVar(&c.ClusterRegion, "cluster-region", c.ClusterRegion, "the cluster's region, the only candidate when no node carries a region label (time-shifting only)")
 	fs.DurationVar(&c.HoldDuration, "hold-duration", admission.DefaultWorkloadDuration, "run time of a held workload that states none (annotation carbongate.io/duration or activeDeadlineSeconds)")
+	fs.StringVar(&c.DecisionKey, "decision-key-file", c.DecisionKey, fmt.Sprintf("file holding the secret (at least %d bytes) the webhook signs held workloads' decisions with and the controller verifies them with; every replica needs the same. Default: a random key per process, so a restart or another replica releases the workloads held before at once, uncredited", hold.MinKeyBytes))
 	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
 }
 
@@ -83,13 +90,38 @@ func (c *Controller) open(m *Main, clk clock.Clock, reg prometheus.Registerer) e
 	if err != nil {
 		return fmt.Errorf("--controller: %s", forecast.ErrorMessage(err))
 	}
+	if c.signer, err = c.loadSigner(m); err != nil {
+		return err
+	}
 	c.ctl, err = controller.New(controller.Config{
 		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
-		Registerer: reg, Logger: m.Logger,
+		Registerer: reg, Logger: m.Logger, Signer: c.signer,
 	})
 	return err
+}
+
+// loadSigner reads --decision-key-file (surrounding whitespace is not
+// part of the key), or makes a random key for this process.
+func (c *Controller) loadSigner(m *Main) (*hold.Signer, error) {
+	if c.DecisionKey == "" {
+		key := make([]byte, hold.MinKeyBytes)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("--decision-key-file: making a random key: %w", err)
+		}
+		m.Logger.Warn("no --decision-key-file: held workloads' decisions are signed with a key of this process only; after a restart, or on another replica, they are released at once and not credited")
+		return hold.NewSigner(key)
+	}
+	b, err := os.ReadFile(c.DecisionKey)
+	if err != nil {
+		return nil, fmt.Errorf("--decision-key-file: %w", err)
+	}
+	s, err := hold.NewSigner(bytes.TrimSpace(b))
+	if err != nil {
+		return nil, fmt.Errorf("--decision-key-file %s: %w", c.DecisionKey, err)
+	}
+	return s, nil
 }
 
 // workloads is the webhook's configuration for Jobs and Pods: off without
@@ -99,7 +131,7 @@ func (c *Controller) workloads(clk clock.Clock) admission.Workloads {
 		return admission.Workloads{}
 	}
 	return admission.Workloads{Cluster: c.ctl.Cluster(), Provider: c.ClusterProvider, Region: c.ClusterRegion,
-		Duration: c.HoldDuration, MaxDelay: c.HoldMaxDelay, Now: clk.Now}
+		Duration: c.HoldDuration, MaxDelay: c.HoldMaxDelay, Now: clk.Now, Signer: c.signer}
 }
 
 // start runs the controller until close; a failure is reported on done.

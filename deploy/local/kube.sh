@@ -309,12 +309,16 @@ EOF
     printf 'apiVersion: v1\nkind: Node\nmetadata:\n  name: kube-up-%s\n  labels: {topology.kubernetes.io/region: %s}\n' \
       "$region" "$region" | kubectl apply -f - >/dev/null
   done
+  # The key held workloads' decisions are signed with: kept in the state, so a restarted
+  # carbongate verifies the decisions it made before.
+  [[ -s "$state/decision.key" ]] || head -c 48 /dev/urandom | base64 >"$state/decision.key"
   # After the CRD: the controller watches VmTemplates from its start.
   start carbongate "$bin/carbongate" --addr "127.0.0.1:$gate_port" --models "$models" \
     --clock replay --replay-start "$REPLAY_START" --replay-speed "${REPLAY_SPEED:-360}" --drain-delay 0s \
     --admission --tls-cert "$state/carbongate.crt" --tls-key "$state/carbongate.key" \
     --admission-client-ca "$state/ca.crt" \
-    --controller --kubeconfig "$state/kubeconfig" --controller-namespace default --cluster-provider azure
+    --controller --kubeconfig "$state/kubeconfig" --controller-namespace default --cluster-provider azure \
+    --decision-key-file "$state/decision.key"
   await carbongate "ready" curl -fsS --cacert "$state/ca.crt" "$gate/readyz"
   "$bin/carbonctl" deploy render --webhook --ca-bundle "$state/ca.crt" \
     --url "$gate/v1/admission/mutate" | kubectl apply -f - >/dev/null

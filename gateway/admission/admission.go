@@ -42,6 +42,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/hold"
 )
 
 // The workload kind the webhook schedules.
@@ -54,8 +55,8 @@ const (
 
 // Annotations the webhook writes.
 const (
-	AnnotationProvenance  = "carbongate.io/provenance"
-	AnnotationUnscheduled = "carbongate.io/unscheduled"
+	AnnotationProvenance  = hold.AnnotationProvenance
+	AnnotationUnscheduled = hold.AnnotationUnscheduled
 )
 
 // DefaultTimeout bounds the scheduling call: well under the webhook's
@@ -127,8 +128,8 @@ func New(cfg Config) (*Webhook, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if wc := &cfg.Workloads; wc.Cluster != nil {
-		if wc.Now == nil || wc.Duration < 0 || wc.MaxDelay < 0 {
-			return nil, forecast.Errorf(forecast.EINVALID, "admission: Workloads needs Now, and Duration and MaxDelay must not be negative")
+		if wc.Now == nil || wc.Signer == nil || wc.Duration < 0 || wc.MaxDelay < 0 {
+			return nil, forecast.Errorf(forecast.EINVALID, "admission: Workloads needs Now and Signer, and Duration and MaxDelay must not be negative")
 		}
 		wc.Duration = cmp.Or(wc.Duration, DefaultWorkloadDuration)
 		wc.MaxDelay = cmp.Or(wc.MaxDelay, DefaultMaxDelay)
@@ -193,7 +194,9 @@ func (w *Webhook) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 	case req.Kind.Group == Group && req.Kind.Kind == Kind:
 		return w.decideTemplate(ctx, req, requestID, sched)
 	case req.Kind.Group == "batch" && req.Kind.Kind == "Job", req.Kind.Group == "" && req.Kind.Kind == "Pod":
-		return w.decideWorkload(ctx, req, requestID, sched)
+		return w.sanitized(req, func(req *admissionv1.AdmissionRequest) outcome {
+			return w.decideWorkload(ctx, req, requestID, sched)
+		})
 	}
 	return allow()
 }

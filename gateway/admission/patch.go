@@ -14,11 +14,24 @@ import (
 	"github.com/carbongate/carbongate/gateway"
 )
 
-// op is one RFC 6902 operation; the webhook only adds.
+// op is one RFC 6902 operation: the webhook adds, and removes only the
+// carbongate.io outputs a user wrote (strip.go).
 type op struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Value any    `json:"value"`
+}
+
+// MarshalJSON writes a remove without a value.
+func (o op) MarshalJSON() ([]byte, error) {
+	if o.Op == "remove" {
+		return json.Marshal(struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		}{o.Op, o.Path})
+	}
+	type plain op
+	return json.Marshal(plain(o))
 }
 
 func add(path string, value any) op { return op{Op: "add", Path: path, Value: value} }

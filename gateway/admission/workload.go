@@ -56,6 +56,9 @@ type Workloads struct {
 	MaxDelay time.Duration
 	// Now is the gateway's clock; required with Cluster.
 	Now func() time.Time
+	// Signer signs each decision (hold.AnnotationSignature) for the
+	// controller to verify; required with Cluster.
+	Signer *hold.Signer
 }
 
 // workload is a Job or a bare Pod under admission: its metadata and the
@@ -112,14 +115,15 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
-	o := w.placeWorkload(ctx, req.Object.Raw, wl, win, watts, requestID, sched)
+	subject := hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: wl.meta.Name, GenerateName: wl.meta.GenerateName}
+	o := w.placeWorkload(ctx, req.Object.Raw, wl, subject, win, watts, requestID, sched)
 	o.warnings = append(o.warnings, win.warnings...)
 	return o
 }
 
-// placeWorkload holds wl for the decision over its candidate regions, or
-// admits it unheld saying why.
-func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, win window, watts float64, requestID string, sched Scheduler) outcome {
+// placeWorkload holds wl for the decision over its candidate regions, its
+// decision signed for subject, or admits it unheld saying why.
+func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, subject hold.Subject, win window, watts float64, requestID string, sched Scheduler) outcome {
 	if win.runNow != "" {
 		o := w.unheld(raw, wl, win.runNow)
 		o.message = "" // not a failure: no warning
@@ -165,6 +169,7 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, wi
 		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
 		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g, 'f', 1, 64)
 	}
+	a[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(subject, a)
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		p.set(a[k], "metadata", "annotations", k)
 	}

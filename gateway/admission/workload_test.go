@@ -46,13 +46,16 @@ func (f fakeCluster) Namespace(name string) (map[string]string, map[string]strin
 	return n[0], n[1], ok
 }
 
+// testSigner signs the decisions of the webhooks of these tests.
+var testSigner, _ = hold.NewSigner([]byte("carbongate admission tests' decision key"))
+
 // now is the webhook's clock in these tests: before t0, the fake
 // scheduler's start.
 var now = t0.Add(-2 * time.Hour)
 
 func workloadHook(t testing.TB, s Scheduler, c fakeCluster, region string) *Webhook {
 	t.Helper()
-	w, err := New(Config{Scheduler: s, Data: world(), Workloads: Workloads{Cluster: c, Region: region, Now: func() time.Time { return now }}})
+	w, err := New(Config{Scheduler: s, Data: world(), Workloads: Workloads{Cluster: c, Region: region, Now: func() time.Time { return now }, Signer: testSigner}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +283,7 @@ func TestWorkloadCannotPlace(t *testing.T) {
 	g := newGateway(t)
 	w, err := New(Config{Scheduler: g.Service, Data: mustBundle(t), Workloads: Workloads{
 		Cluster: fakeCluster{regions: []string{"westeurope", "swedencentral"}, ns: optedIn()},
-		Now:     func() time.Time { return replayStart }}})
+		Now:     func() time.Time { return replayStart }, Signer: testSigner}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +344,7 @@ func TestNamespaceMaxDelay(t *testing.T) {
 		ns["ns"+v] = [2]map[string]string{{hold.NamespaceLabel: hold.NamespaceEnabled}, {hold.AnnotationMaxDelay: v}}
 	}
 	w, err := New(Config{Scheduler: g.Service, Data: mustBundle(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Workloads: Workloads{
-		Cluster: fakeCluster{regions: []string{"westeurope", "swedencentral"}, ns: ns}, Now: func() time.Time { return g.Service.Now().Now }}})
+		Cluster: fakeCluster{regions: []string{"westeurope", "swedencentral"}, ns: ns}, Now: func() time.Time { return g.Service.Now().Now }, Signer: testSigner}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,6 +74,10 @@ type Config struct {
 	Burst          int           // above QPS in bursts; default DefaultBurst
 	Registerer     prometheus.Registerer
 	Logger         *slog.Logger // nil: discard
+	// Signer verifies the decisions of held Jobs and Pods (the webhook's,
+	// with the same key); required. A workload whose decision does not
+	// verify is released at once, reason invalid, and never credited.
+	Signer *hold.Signer
 }
 
 // Controller is a started-on-demand controller manager.
@@ -86,8 +90,8 @@ type Controller struct {
 
 // New builds the manager and its reconcilers; Start runs them.
 func New(cfg Config) (*Controller, error) {
-	if cfg.REST == nil || cfg.Clock == nil || cfg.LeaseNamespace == "" {
-		return nil, errors.New("controller: REST, Clock and LeaseNamespace are required")
+	if cfg.REST == nil || cfg.Clock == nil || cfg.LeaseNamespace == "" || cfg.Signer == nil {
+		return nil, errors.New("controller: REST, Clock, LeaseNamespace and Signer are required")
 	}
 	cfg.LeaseName = cmp.Or(cfg.LeaseName, DefaultLeaseName)
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
@@ -180,7 +184,7 @@ func (c *Controller) setup() error {
 	//lint:ignore SA1019 see above
 	rec := c.mgr.GetEventRecorderFor("carbongate")
 	for _, r := range []*releaser{jobReleaser(), podReleaser()} {
-		r.client, r.clock, r.events, r.metrics, r.log = c.mgr.GetClient(), c.cfg.Clock, rec, c.metrics, c.cfg.Logger
+		r.client, r.clock, r.events, r.metrics, r.log, r.signer = c.mgr.GetClient(), c.cfg.Clock, rec, c.metrics, c.cfg.Logger, c.cfg.Signer
 		if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).For(r.newObj()).
 			WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
 			return fmt.Errorf("controller: %s: %w", r.kind, err)

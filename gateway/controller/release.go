@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -35,6 +34,7 @@ type releaser struct {
 	events  record.EventRecorder
 	metrics *metrics
 	log     *slog.Logger
+	signer  *hold.Signer
 }
 
 func jobReleaser() *releaser {
@@ -81,7 +81,7 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !r.held(obj) {
 		return ctrl.Result{}, r.mark(ctx, obj, now)
 	}
-	d, err := hold.Parse(obj.GetAnnotations())
+	d, err := r.decision(obj)
 	if err != nil {
 		r.events.Eventf(obj, corev1.EventTypeWarning, "InvalidDecision", "releasing now: %v", err)
 		return ctrl.Result{}, r.releaseNow(ctx, obj, hold.ReasonInvalid, now, now)
@@ -95,6 +95,20 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{RequeueAfter: clock.Wall(r.clock, at.Sub(now))}, nil
 	}
 	return ctrl.Result{}, r.releaseNow(ctx, obj, d.Reason(), now, at)
+}
+
+// decision reads obj's decision and checks that the webhook signed it.
+func (r *releaser) decision(obj client.Object) (hold.Decision, error) {
+	a := obj.GetAnnotations()
+	d, err := hold.Parse(a)
+	if err != nil {
+		return hold.Decision{}, err
+	}
+	s := hold.Subject{Kind: r.kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), GenerateName: obj.GetGenerateName()}
+	if err := r.signer.Verify(s, a); err != nil {
+		return hold.Decision{}, err
+	}
+	return d, nil
 }
 
 // releaseNow releases obj (due at `due`) and records it.
@@ -128,7 +142,9 @@ func (r *releaser) finish(ctx context.Context, obj client.Object, reason string,
 	}
 	lag := clock.Wall(r.clock, now.Sub(due))
 	r.metrics.released(r.kind, reason, lag)
-	if g, err := strconv.ParseFloat(obj.GetAnnotations()[hold.AnnotationAvoidedGrams], 64); err == nil && g > 0 && reason == hold.ReasonScheduled {
+	// Only a verified decision gets here with ReasonScheduled; its credit
+	// is bounded all the same.
+	if g, ok := hold.AvoidedGrams(obj.GetAnnotations()); ok && reason == hold.ReasonScheduled {
 		r.metrics.avoided.WithLabelValues(obj.GetNamespace()).Add(g)
 	}
 	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released (%s) at %s, %v after its time", reason, now.Format(time.RFC3339), lag.Round(time.Millisecond))

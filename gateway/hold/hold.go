@@ -6,7 +6,7 @@
 //
 // A held batch/v1 Job is created with spec.suspend true; a held Pod with
 // the scheduling gate Gate. Both carry the label Label=Held and the
-// decision annotations; the controller releases them at ReleaseAt (the
+// decision annotations, signed (sign.go); the controller releases them at ReleaseAt (the
 // decided start, or the deadline guard ReleaseBy = deadline − duration if
 // that is earlier), then sets Label=Released and AnnotationReleasedAt.
 package hold
@@ -67,7 +67,7 @@ const (
 	ReasonScheduled = "scheduled"      // at the decided start
 	ReasonGuard     = "deadline-guard" // at deadline − duration, before the decided start
 	ReasonManual    = "manual"         // someone unsuspended or ungated it
-	ReasonInvalid   = "invalid"        // its decision annotations did not parse: released at once
+	ReasonInvalid   = "invalid"        // its decision did not parse or verify (Signer): released at once
 )
 
 // RegionLabel is the well-known node label of a node's cloud region.

@@ -44,11 +44,14 @@ type ctlEnv struct {
 	c          *cluster
 	bin        string
 	tf         tlsFiles
-	kubeconfig string // the controller's identity, bound to deploy/controller/rbac.yaml
+	kubeconfig string       // the controller's identity, bound to deploy/controller/rbac.yaml
+	keyFile    string       // --decision-key-file of every replica
+	signer     *hold.Signer // signs as the webhook does, with that key
 }
 
 func testController(t *testing.T, c *cluster, bin string) {
 	e := &ctlEnv{c: c, bin: bin, tf: newTLSFiles(t, c)}
+	e.keyFile, e.signer = decisionKey(t)
 	e.setup(t)
 	g := e.start(t, "--admission")
 	e.registerWorkloadWebhook(t, g)
@@ -59,6 +62,7 @@ func testController(t *testing.T, c *cluster, bin string) {
 	t.Run("MaxDelay", e.testMaxDelay)
 	t.Run("AlertMetrics", func(t *testing.T) { testControllerMetricNames(t, g) })
 	t.Run("NotOptedIn", func(t *testing.T) { e.testNotOptedIn(t) })
+	t.Run("Forged", func(t *testing.T) { e.testForged(t, g) })
 	t.Run("VmTemplate", func(t *testing.T) { e.testVmTemplate(t, g) })
 	t.Run("DeadlineGuard", func(t *testing.T) { e.testGuard(t, g) })
 	t.Run("DeletedWhileHeld", func(t *testing.T) { e.testDeleted(t, g) })
@@ -140,7 +144,7 @@ spec:
 func (e *ctlEnv) start(t *testing.T, args ...string) *gate {
 	t.Helper()
 	args = append([]string{"--controller", "--kubeconfig", e.kubeconfig, "--controller-namespace", leaseNS,
-		"--replay-speed", fmt.Sprint(replaySpeed), "--cluster-provider", "azure",
+		"--replay-speed", fmt.Sprint(replaySpeed), "--cluster-provider", "azure", "--decision-key-file", e.keyFile,
 		"--leader-lease-duration", "3s", "--leader-renew-deadline", "2s", "--leader-retry-period", "500ms"}, args...)
 	return startGate(t, e.bin, &e.tf, args...)
 }
@@ -378,11 +382,33 @@ func (e *ctlEnv) testNotOptedIn(t *testing.T) {
 	}
 }
 
+// decisionKey writes a decision key file and returns it with its signer.
+func decisionKey(t testing.TB) (string, *hold.Signer) {
+	t.Helper()
+	key := []byte("carbongate kube tests' decision key, 32+ bytes")
+	f := filepath.Join(t.TempDir(), "decision.key")
+	if err := os.WriteFile(f, append(key, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := hold.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, s
+}
+
+// signed returns d's annotations signed for Job ns/name.
+func signed(s *hold.Signer, ns, name string, d hold.Decision) map[string]string {
+	a := d.Annotations()
+	a[hold.AnnotationSignature] = s.Sign(hold.Subject{Kind: "Job", Namespace: ns, Name: name}, a)
+	return a
+}
+
 // heldJob creates a Job as the webhook would hold it, with the decision
-// given (in a namespace the webhook does not see).
+// given, signed (in a namespace the webhook does not see).
 func (e *ctlEnv) heldJob(t *testing.T, ns, name string, d hold.Decision) {
 	t.Helper()
-	j := testJob(name, d.Annotations())
+	j := testJob(name, signed(e.signer, ns, name, d))
 	j.Labels = map[string]string{hold.Label: hold.Held}
 	j.Spec.Suspend = new(true)
 	if _, err := e.c.kube.BatchV1().Jobs(ns).Create(context.Background(), j, metav1.CreateOptions{}); err != nil {

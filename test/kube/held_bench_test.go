@@ -40,8 +40,9 @@ func BenchmarkHeldWorkloads(b *testing.B) {
 	const spread = time.Minute
 	c := startCluster(b)
 	bin := services.GoBuild(b, "carbongate")
+	keyFile, signer := decisionKey(b)
 	g := startGate(b, bin, nil, "--controller", "--kubeconfig", c.kubeconfig(b, "bench-controller", "system:masters"),
-		"--controller-namespace", "default", "--log-level", "warn")
+		"--controller-namespace", "default", "--log-level", "warn", "--decision-key-file", keyFile)
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.QPS = -1
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -68,7 +69,7 @@ func BenchmarkHeldWorkloads(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		created := createHeld(b, kube, ns, n, func(i int) hold.Decision {
+		created := createHeld(b, kube, signer, ns, n, func(i int) hold.Decision {
 			// The annotations hold whole seconds: due at the second.
 			start := replay0.Add(first + time.Duration(i)*spread/time.Duration(n)).Truncate(time.Second)
 			due[i] = wall0.Add(start.Sub(replay0))
@@ -98,7 +99,7 @@ func BenchmarkHeldWorkloads(b *testing.B) {
 
 // createHeld creates n held Jobs (decision d(i)) from 16 goroutines and
 // returns how long it took.
-func createHeld(b *testing.B, kube kubernetes.Interface, ns string, n int, d func(int) hold.Decision) time.Duration {
+func createHeld(b *testing.B, kube kubernetes.Interface, signer *hold.Signer, ns string, n int, d func(int) hold.Decision) time.Duration {
 	b.Helper()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -106,7 +107,8 @@ func createHeld(b *testing.B, kube kubernetes.Interface, ns string, n int, d fun
 	for w := range 16 {
 		wg.Go(func() {
 			for i := w; i < n; i += 16 {
-				j := testJob(fmt.Sprintf("job-%05d", i), d(i).Annotations())
+				name := fmt.Sprintf("job-%05d", i)
+				j := testJob(name, signed(signer, ns, name, d(i)))
 				j.Labels = map[string]string{hold.Label: hold.Held}
 				j.Spec.Suspend = new(true)
 				if _, err := kube.BatchV1().Jobs(ns).Create(context.Background(), j, metav1.CreateOptions{}); err != nil {

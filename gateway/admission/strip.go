@@ -1,0 +1,145 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// This file keeps the carbongate.io outputs of Jobs and Pods (the label
+// hold.Label and the annotations hold.Outputs and hold.ReleaseStamp) what
+// carbongate wrote, before the decision reads the object: a created object
+// loses any it carries; an updated one gets the old object's back, except
+// that a release (the label going from held to released on an object no
+// longer suspended or gated: the controller's patch, or someone letting
+// the workload run) keeps its new label and stamp. A user therefore cannot
+// forge a credit, move a held workload's time, or relabel it released
+// while it stays suspended. The controller does not rely on this alone:
+// it verifies each decision's signature (hold.Signer), for the objects
+// this webhook never sees.
+
+// sanitized runs next on req with its object's outputs made trustworthy,
+// and puts the ops that did it before next's patch.
+func (w *Webhook) sanitized(req *admissionv1.AdmissionRequest, next func(*admissionv1.AdmissionRequest) outcome) outcome {
+	if w.cfg.Workloads.Cluster == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return next(req)
+	}
+	ops, raw, bad := sanitizeWorkload(req)
+	if bad != "" {
+		return deny(400, "%s", bad)
+	}
+	if len(ops) == 0 {
+		return next(req)
+	}
+	clean := *req
+	clean.Object.Raw = raw
+	o := next(&clean)
+	if o.allowed {
+		o.patch = append(ops, o.patch...)
+	}
+	return o
+}
+
+// sanitizeWorkload returns the ops that set the outputs of req's object
+// and the object with them applied, or a message naming what is malformed.
+func sanitizeWorkload(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(req.Object.Raw))
+	dec.UseNumber() // numbers pass through as written
+	if err := dec.Decode(&doc); err != nil || doc == nil {
+		return nil, nil, "request.object: not a JSON object"
+	}
+	var old metav1.PartialObjectMetadata
+	if req.Operation == admissionv1.Update {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return nil, nil, fmt.Sprintf("request.oldObject: %v", err)
+		}
+	}
+	s := &outputs{doc: doc}
+	release := req.Operation == admissionv1.Update && old.Labels[hold.Label] == hold.Held &&
+		s.get("labels", hold.Label) == hold.Released && !stillHeld(req.Kind.Kind, doc)
+	if !release {
+		s.set("labels", hold.Label, old.Labels)
+		for _, k := range hold.ReleaseStamp {
+			s.set("annotations", k, old.Annotations)
+		}
+	}
+	for _, k := range hold.Outputs {
+		s.set("annotations", k, old.Annotations)
+	}
+	if len(s.ops) == 0 {
+		return nil, req.Object.Raw, ""
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil { // decoded JSON: cannot happen
+		return nil, nil, "request.object: " + err.Error()
+	}
+	return s.ops, raw, ""
+}
+
+// outputs edits an object's metadata.labels and metadata.annotations,
+// recording the ops.
+type outputs struct {
+	doc map[string]any
+	ops []op
+}
+
+func (s *outputs) field(name string) (map[string]any, bool) {
+	meta, _ := s.doc["metadata"].(map[string]any)
+	m, ok := meta[name].(map[string]any)
+	return m, ok
+}
+
+// get returns metadata[field][key] when it is a string.
+func (s *outputs) get(field, key string) string {
+	m, _ := s.field(field)
+	v, _ := m[key].(string)
+	return v
+}
+
+// set makes metadata[field][key] want[key], or absent when want has none.
+func (s *outputs) set(field, key string, want map[string]string) {
+	m, has := s.field(field)
+	cur, present := m[key]
+	w, ok := want[key]
+	path := "/metadata/" + field + "/" + pointerEscape(key)
+	switch {
+	case !ok && present:
+		delete(m, key)
+		s.ops = append(s.ops, op{Op: "remove", Path: path})
+	case ok && cur != w:
+		meta, _ := s.doc["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			s.doc["metadata"] = meta
+			s.ops = append(s.ops, add("/metadata", map[string]any{}))
+		}
+		if !has {
+			m = map[string]any{}
+			meta[field] = m
+			s.ops = append(s.ops, add("/metadata/"+field, map[string]any{}))
+		}
+		m[key] = w
+		s.ops = append(s.ops, add(path, w))
+	}
+}
+
+// stillHeld reports whether a Job is suspended or a Pod carries the gate.
+func stillHeld(kind string, doc map[string]any) bool {
+	spec, _ := doc["spec"].(map[string]any)
+	if kind == "Job" {
+		return spec["suspend"] == true
+	}
+	gates, _ := spec["schedulingGates"].([]any)
+	for _, g := range gates {
+		if m, _ := g.(map[string]any); m["name"] == hold.Gate {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+package hold
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// AnnotationSignature is the webhook's HMAC-SHA256 of a held workload's
+// decision (see Signer): the controller holds, releases at the decided time
+// and credits only workloads whose decision it verifies.
+const AnnotationSignature = "carbongate.io/decision-signature"
+
+// Outputs are the annotations only carbongate writes on a Job or Pod: the
+// webhook removes them from a created object and puts an updated object's
+// back as they were (see gateway/admission), so that nothing downstream
+// trusts a value a user wrote. The controller's release stamp
+// (AnnotationReleasedAt, AnnotationReleaseReason) and Label are outputs
+// too, changed only by a release.
+var Outputs = []string{
+	AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy,
+	AnnotationSavingsPct, AnnotationAvoidedGrams, AnnotationSignature,
+	AnnotationProvenance, AnnotationUnscheduled,
+}
+
+// ReleaseStamp are the annotations a release writes.
+var ReleaseStamp = []string{AnnotationReleasedAt, AnnotationReleaseReason}
+
+// The webhook's other annotations on Jobs and Pods (also written on
+// VmTemplates; package admission names them too).
+const (
+	AnnotationProvenance  = "carbongate.io/provenance"
+	AnnotationUnscheduled = "carbongate.io/unscheduled"
+)
+
+// signed are the annotations a signature covers, in order.
+var signed = []string{AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy, AnnotationSavingsPct, AnnotationAvoidedGrams}
+
+// MinKeyBytes is the shortest decision key NewSigner accepts.
+const MinKeyBytes = 32
+
+// MaxAvoidedGrams bounds the credit of one workload (AnnotationAvoidedGrams):
+// a rack's worth of power (100 kW) shifted for a week between grids 1,000
+// gCO2eq/kWh apart is 1.7e7 g; anything above 1e8 g (100 t) is not a
+// decision carbongate made.
+const MaxAvoidedGrams = 1e8
+
+// Subject is the workload a decision is signed for: its kind (Job, Pod),
+// namespace and name. A Pod or Job created with metadata.generateName has
+// no name at admission: its decision is signed for the prefix
+// (GenerateName) and verifies for any name that starts with it.
+type Subject struct {
+	Kind, Namespace, Name, GenerateName string
+}
+
+// Signer signs decisions (the webhook) and verifies them (the controller)
+// with a key every replica shares. Safe for concurrent use.
+type Signer struct{ key []byte }
+
+// NewSigner returns a Signer with key, at least MinKeyBytes long.
+func NewSigner(key []byte) (*Signer, error) {
+	if len(key) < MinKeyBytes {
+		return nil, fmt.Errorf("the decision key has %d bytes, want at least %d", len(key), MinKeyBytes)
+	}
+	return &Signer{key: append([]byte(nil), key...)}, nil
+}
+
+// Sign returns the signature of the decision annotations of a for s: the
+// value of AnnotationSignature.
+func (g *Signer) Sign(s Subject, a map[string]string) string {
+	name := s.Name
+	if name == "" {
+		name = s.GenerateName + "*"
+	}
+	return g.mac(s.Kind, s.Namespace, name, a)
+}
+
+// ErrUnsigned is Verify's error for a decision without a valid signature.
+var ErrUnsigned = errors.New("the decision is not signed by carbongate's webhook (annotation " + AnnotationSignature + ")")
+
+// Verify checks a's signature for s (s.Name set, as stored).
+func (g *Signer) Verify(s Subject, a map[string]string) error {
+	got, err := base64.RawURLEncoding.DecodeString(a[AnnotationSignature])
+	if err != nil || len(got) != sha256.Size {
+		return ErrUnsigned
+	}
+	names := []string{s.Name}
+	if s.GenerateName != "" && strings.HasPrefix(s.Name, s.GenerateName) {
+		names = append(names, s.GenerateName+"*")
+	}
+	for _, n := range names {
+		want, _ := base64.RawURLEncoding.DecodeString(g.mac(s.Kind, s.Namespace, n, a))
+		if hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	return ErrUnsigned
+}
+
+// mac is the HMAC of the signed annotations, each length-prefixed (and
+// absent ones marked), so no two decisions share a message.
+func (g *Signer) mac(kind, namespace, name string, a map[string]string) string {
+	h := hmac.New(sha256.New, g.key)
+	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	field("carbongate.io decision v1")
+	field(strings.ToLower(kind))
+	field(namespace)
+	field(name)
+	for _, k := range signed {
+		if v, ok := a[k]; ok {
+			field(k)
+			field(v)
+		} else {
+			field("!" + k)
+		}
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// AvoidedGrams reads AnnotationAvoidedGrams: ok is false when it is absent,
+// not a number, not finite, not positive or above MaxAvoidedGrams.
+func AvoidedGrams(a map[string]string) (float64, bool) {
+	g, err := strconv.ParseFloat(a[AnnotationAvoidedGrams], 64)
+	if err != nil || math.IsNaN(g) || !(g > 0 && g <= MaxAvoidedGrams) {
+		return 0, false
+	}
+	return g, true
+}
