@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
@@ -55,8 +56,39 @@ func TestControllerRBACMatchesDeploy(t *testing.T) {
 	if !slices.Contains(args, "--controller") || !slices.Contains(args, "--controller-namespace=carbon") {
 		t.Errorf("args %v, want --controller with the Lease in the release namespace", args)
 	}
+	checkDecisionKey(t, got, "carbongate-decision-key")
+	own := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true, decisionKey: {secretName: mine, key: k}}"))
+	checkDecisionKey(t, own, "mine")
 	off := decodeAll(t, render(t, "carbongate", "carbon", "{}"))
 	if len(off.ClusterRoles) != 0 || slices.Contains(off.Deployments[0].Spec.Template.Spec.Containers[0].Args, "--controller") {
 		t.Errorf("controller disabled: %d ClusterRoles, args %v; want none", len(off.ClusterRoles), off.Deployments[0].Spec.Template.Spec.Containers[0].Args)
+	}
+}
+
+// checkDecisionKey checks that the gateway reads --decision-key-file from
+// a volume of Secret name, and that the chart renders that Secret, with a
+// key long enough, only when it is its own (carbongate-decision-key).
+func checkDecisionKey(t *testing.T, o *Objects, name string) {
+	t.Helper()
+	pod := o.Deployments[0].Spec.Template.Spec
+	if !slices.Contains(pod.Containers[0].Args, "--decision-key-file=/etc/carbongate/decision-key/key") {
+		t.Errorf("args %v, want --decision-key-file", pod.Containers[0].Args)
+	}
+	vol := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == name })
+	mount := slices.IndexFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return vol >= 0 && m.Name == pod.Volumes[vol].Name && m.MountPath == "/etc/carbongate/decision-key" && m.ReadOnly
+	})
+	if vol < 0 || mount < 0 || len(pod.Volumes[vol].Secret.Items) != 1 || pod.Volumes[vol].Secret.Items[0].Path != "key" {
+		t.Errorf("volumes %+v, mounts %+v: want Secret %s's key at /etc/carbongate/decision-key/key", pod.Volumes, pod.Containers[0].VolumeMounts, name)
+	}
+	var rendered []string
+	for _, s := range o.Secrets {
+		rendered = append(rendered, s.Name)
+		if s.Name == name && vol >= 0 && len(s.Data[pod.Volumes[vol].Secret.Items[0].Key]) < 32 {
+			t.Errorf("Secret %s: key of %d bytes, want at least 32", s.Name, len(s.Data["key"]))
+		}
+	}
+	if own := name == "carbongate-decision-key"; own != slices.Contains(rendered, name) || len(rendered) > 1 {
+		t.Errorf("Secrets rendered %v; want only %s, and only when it is the chart's", rendered, name)
 	}
 }

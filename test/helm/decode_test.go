@@ -122,6 +122,8 @@ func newObject(apiVersion, kind string) any {
 		return &corev1.Service{}
 	case "v1/ConfigMap":
 		return &corev1.ConfigMap{}
+	case "v1/Secret":
+		return &corev1.Secret{}
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}
 	case "autoscaling/v2/HorizontalPodAutoscaler":

@@ -26,6 +26,7 @@ type Objects struct {
 	Services        []*corev1.Service
 	ServiceAccounts []*corev1.ServiceAccount
 	ConfigMaps      []*corev1.ConfigMap
+	Secrets         []*corev1.Secret
 	PDBs            []*policyv1.PodDisruptionBudget
 	HPAs            []*autoscalingv2.HorizontalPodAutoscaler
 	Roles           []*rbacv1.Role
@@ -69,6 +70,8 @@ func decodeAll(tb testing.TB, m Manifest) *Objects {
 			o.ServiceAccounts, meta = append(o.ServiceAccounts, x), &x.ObjectMeta
 		case *corev1.ConfigMap:
 			o.ConfigMaps, meta = append(o.ConfigMaps, x), &x.ObjectMeta
+		case *corev1.Secret:
+			o.Secrets, meta = append(o.Secrets, x), &x.ObjectMeta
 		case *policyv1.PodDisruptionBudget:
 			o.PDBs, meta = append(o.PDBs, x), &x.ObjectMeta
 		case *autoscalingv2.HorizontalPodAutoscaler:
