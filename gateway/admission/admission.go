@@ -20,8 +20,12 @@
 //   - the gateway is unavailable or slower than Config.Timeout: denied, 503
 //     ("carbongate unavailable: why"), or with Config.FailOpen admitted
 //     with only the annotation carbongate.io/unscheduled = why;
-//   - UPDATE of a scheduled template: admitted unchanged (never
-//     rescheduled), fields the update dropped patched back;
+//   - UPDATE of a scheduled template: never rescheduled; a change of
+//     spec.schedulingRegion or spec.schedulingTime is denied (400), the
+//     fields and annotations the update dropped or changed are patched
+//     back (template.go);
+//   - CREATE, or UPDATE of a template not yet scheduled: the decision
+//     fields and annotations the object carries are removed first;
 //   - other operations and kinds: admitted unchanged.
 package admission
 
@@ -212,9 +216,19 @@ func (w *Webhook) decideTemplate(ctx context.Context, req *admissionv1.Admission
 	}
 	if req.Operation == admissionv1.Update {
 		if old, err := parseObject(req.OldObject.Raw); err == nil && old.scheduled() {
-			return outcome{allowed: true, patch: restore(old, obj)}
+			return keepTemplateDecision(old, obj)
 		}
 	}
+	strip, obj := stripTemplate(obj)
+	o := w.scheduleTemplate(ctx, obj, requestID, sched)
+	if o.allowed {
+		o.patch = append(strip, o.patch...)
+	}
+	return o
+}
+
+// scheduleTemplate decides a VmTemplate without carbongate's outputs.
+func (w *Webhook) scheduleTemplate(ctx context.Context, obj object, requestID string, sched Scheduler) outcome {
 	s, bad := obj.validate()
 	if len(bad) > 0 {
 		return deny(400, "%s", strings.Join(bad, "; "))

@@ -17,6 +17,7 @@ import (
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/wiring"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // fixturesDir holds the admission cases shared with the OPA bundle's tests.
@@ -198,7 +199,7 @@ func checkPatch(t *testing.T, c fixtureCase, patch []byte, patchType, message st
 			t.Errorf("op %d (%v): %s", i, w["path"], err)
 		}
 	}
-	if err := applyAdds(c.object, got); err != nil {
+	if _, err := testsupport.ApplyPatch(c.object, got); err != nil {
 		t.Errorf("the patch does not apply to the object: %v", err)
 	}
 }
@@ -379,34 +380,4 @@ func representative(t *testing.T, provider, origin string, maxMs float64, eu boo
 		t.Fatalf("no region of %s in zone %s qualifies", provider, zone)
 	}
 	return best
-}
-
-// applyAdds applies JSONPatch add operations to doc (objects only: all the
-// webhook writes); each op's parent must exist.
-func applyAdds(doc json.RawMessage, ops []map[string]any) error {
-	var root any
-	if err := json.Unmarshal(doc, &root); err != nil {
-		return err
-	}
-	for _, o := range ops {
-		path, _ := o["path"].(string)
-		if o["op"] != "add" || !strings.HasPrefix(path, "/") {
-			return fmt.Errorf("%v %s: only add with an absolute path", o["op"], path)
-		}
-		tokens := strings.Split(path[1:], "/")
-		node := root
-		for i, tok := range tokens {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-			m, ok := node.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: /%s is not an object", path, strings.Join(tokens[:i], "/"))
-			}
-			if i == len(tokens)-1 {
-				m[tok] = o["value"]
-				break
-			}
-			node = m[tok]
-		}
-	}
-	return nil
 }

@@ -20,6 +20,7 @@ type object struct {
 	hasAnnotations bool // metadata.annotations is present and not null
 	hasSpec        bool // spec is present and an object
 	spec           map[string]json.RawMessage
+	annotations    map[string]json.RawMessage // nil when not an object
 }
 
 // spec is a validated VmTemplate spec.
@@ -55,6 +56,7 @@ func parseObject(raw []byte) (object, error) {
 	if m, ok := top["metadata"]; ok && json.Unmarshal(m, &meta) == nil {
 		a, ok := meta["annotations"]
 		o.hasAnnotations = ok && !isNull(a)
+		_ = json.Unmarshal(a, &o.annotations)
 	}
 	if s, ok := top["spec"]; ok && json.Unmarshal(s, &o.spec) == nil && o.spec != nil {
 		o.hasSpec = true

@@ -16,6 +16,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/test/services"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 // fixture is one case of test/fixtures/admission (format in its README).
@@ -228,7 +229,7 @@ func (f fixture) checkPatch(t *testing.T, r *admissionv1.AdmissionResponse, mess
 			t.Errorf("patch[%d] %s: %v", i, g.Path, err)
 		}
 	}
-	if _, err := applyAdds(f.req.Object, ops); err != nil {
+	if _, err := testsupport.ApplyPatch(f.req.Object, ops); err != nil {
 		t.Errorf("the patch does not apply to request.object: %v", err)
 	}
 }
@@ -307,33 +308,4 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-// applyAdds applies JSONPatch add operations to doc (objects only, which is
-// all the policy writes): each op's parent must exist.
-func applyAdds(doc json.RawMessage, ops []op) (any, error) {
-	var root any
-	if err := json.Unmarshal(doc, &root); err != nil {
-		return nil, err
-	}
-	for _, o := range ops {
-		if o.Op != "add" || !strings.HasPrefix(o.Path, "/") {
-			return nil, fmt.Errorf("%s %s: only add with an absolute path", o.Op, o.Path)
-		}
-		tokens := strings.Split(o.Path[1:], "/")
-		node := root
-		for i, tok := range tokens {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-			m, ok := node.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("%s: /%s is not an object", o.Path, strings.Join(tokens[:i], "/"))
-			}
-			if i == len(tokens)-1 {
-				m[tok] = o.Value
-				break
-			}
-			node = m[tok]
-		}
-	}
-	return root, nil
 }

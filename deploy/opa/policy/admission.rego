@@ -104,7 +104,11 @@ outcome := schedule_outcome if {
 	not request.operation in {"CREATE", "UPDATE"}
 } else := deny(400, concat("", ["request.object: ", object_problem])) if {
 	not new_object
-} else := admit(restore_patch) if {
+} else := deny(400, concat("; ", repin_errors)) if {
+	request.operation == "UPDATE"
+	scheduled(old_object)
+	count(repin_errors) > 0
+} else := admit(array.concat(restore_patch, restore_annotations)) if {
 	request.operation == "UPDATE"
 	scheduled(old_object)
 } else := deny(400, concat("; ", spec_errors)) if {

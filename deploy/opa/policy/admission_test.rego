@@ -325,6 +325,45 @@ test_update_dropped_spec_patched_back if {
 	]
 }
 
+test_update_repinned_denied if {
+	r := decide(update(template(object.union(scheduled_spec, {"schedulingRegion": "eastus"})), template(scheduled_spec)))
+	r.allowed == false
+	r.status.code == 400
+	r.status.message == `spec.schedulingRegion: is carbongate's decision and cannot be changed (it is "swedencentral"); delete and re-create the VmTemplate to schedule it again`
+}
+
+test_update_time_added_to_a_template_scheduled_without_denied if {
+	old := template(object.remove(scheduled_spec, ["schedulingTime"]))
+	r := decide(update(template(scheduled_spec), old))
+	r.status.code == 400
+	startswith(r.status.message, "spec.schedulingTime: is carbongate's decision and cannot be changed (it is absent)")
+}
+
+test_update_decision_annotations_put_back if {
+	prov := {"carbongate.io/provenance": "{\"zone\":\"SE\"}"}
+	old := object.union(template(scheduled_spec), {"metadata": {"annotations": prov}})
+	edited := object.union(template(scheduled_spec), {"metadata": {"annotations": {"carbongate.io/provenance": "{\"zone\":\"US\"}", "carbongate.io/unscheduled": "x"}}})
+	patch_of(decide(update(edited, old))) == [
+		{"op": "add", "path": "/metadata/annotations/carbongate.io~1provenance", "value": "{\"zone\":\"SE\"}"},
+		{"op": "remove", "path": "/metadata/annotations/carbongate.io~1unscheduled"},
+	]
+	patch_of(decide(update(template(scheduled_spec), old))) == [
+		{"op": "add", "path": "/metadata/annotations", "value": {}},
+		{"op": "add", "path": "/metadata/annotations/carbongate.io~1provenance", "value": "{\"zone\":\"SE\"}"},
+	]
+}
+
+test_create_forged_decision_removed_first if {
+	obj := object.union(template(object.union(eu_spec, {"schedulingRegion": "eastus", "schedulingTime": null})), {"metadata": {"annotations": {"carbongate.io/unscheduled": "x"}}})
+	ops := patch_of(decide(review("CREATE", obj)))
+	array.slice(ops, 0, 3) == [
+		{"op": "remove", "path": "/spec/schedulingRegion"},
+		{"op": "remove", "path": "/spec/schedulingTime"},
+		{"op": "remove", "path": "/metadata/annotations/carbongate.io~1unscheduled"},
+	]
+	ops[4] == {"op": "add", "path": "/spec/schedulingRegion", "value": "swedencentral"}
+}
+
 test_update_unscheduled_is_scheduled if {
 	r := decide(update(template(eu_spec), template(with_spec({"schedulingRegion": ""}))))
 	patch_of(r)[1].value == "swedencentral"

@@ -57,7 +57,7 @@ decision := answer.body.decision if {
 	is_number(d.mean_intensity)
 }
 
-schedule_outcome := admit(scheduled_patch) if {
+schedule_outcome := admit(array.concat(strip_ops, scheduled_patch)) if {
 	representative[decision.zone]
 } else := deny(400, rejection_message) if {
 	user_fault
@@ -103,7 +103,7 @@ answer_error_text := answer.body.error.message if {
 unavailable(why) := {
 	"allowed": true, "code": 0,
 	"message": concat("", ["carbongate unavailable: ", why]),
-	"patch": annotate(annotation_unscheduled, why),
+	"patch": array.concat(strip_ops, annotate(annotation_unscheduled, why)),
 } if {
 	setting_fail_open
 } else := deny(503, concat("", ["carbongate unavailable: ", why]))
