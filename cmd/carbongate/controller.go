@@ -40,6 +40,7 @@ type Controller struct {
 	QPS             float64       // --kube-qps
 	Burst           int           // --kube-burst
 	DecisionKey     string        // --decision-key-file
+	VMKinds         string        // --vm-kinds
 
 	signer *hold.Signer
 
@@ -60,6 +61,10 @@ func (c *Controller) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterRegion, "cluster-region", c.ClusterRegion, "the cluster's region, the only candidate when no node carries a region label (time-shifting only)")
 	fs.DurationVar(&c.HoldDuration, "hold-duration", admission.DefaultWorkloadDuration, "run time of a held workload that states none (annotation carbongate.io/duration or activeDeadlineSeconds)")
 	fs.StringVar(&c.DecisionKey, "decision-key-file", c.DecisionKey, fmt.Sprintf("file holding the secret (at least %d bytes) the webhook signs held workloads' decisions with and the controller verifies them with; every replica needs the same. Default: a random key per process, so a restart or another replica releases the workloads held before at once, uncredited", hold.MinKeyBytes))
+	if c.VMKinds == "" {
+		c.VMKinds = controller.DefaultVMKinds().String()
+	}
+	fs.StringVar(&c.VMKinds, "vm-kinds", c.VMKinds, "the only kinds each provider's VmTemplate template (ConfigMap carbongate-vm-<provider>) may render, as provider=group/Kind,…; grant the controller create and get on exactly these")
 	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
 }
 
@@ -67,6 +72,9 @@ func (c *Controller) flags(fs *flag.FlagSet) {
 func (c *Controller) check() error {
 	if !c.Enabled {
 		return nil
+	}
+	if _, err := controller.ParseVMKinds(c.VMKinds); err != nil {
+		return fmt.Errorf("--vm-kinds: %w", err)
 	}
 	switch {
 	case c.Namespace == "":
@@ -93,11 +101,15 @@ func (c *Controller) open(m *Main, clk clock.Clock, reg prometheus.Registerer) e
 	if c.signer, err = c.loadSigner(m); err != nil {
 		return err
 	}
+	kinds, err := controller.ParseVMKinds(c.VMKinds)
+	if err != nil {
+		return fmt.Errorf("--vm-kinds: %w", err)
+	}
 	c.ctl, err = controller.New(controller.Config{
 		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
-		Registerer: reg, Logger: m.Logger, Signer: c.signer,
+		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds,
 	})
 	return err
 }

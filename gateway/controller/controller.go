@@ -74,6 +74,9 @@ type Config struct {
 	Burst          int           // above QPS in bursts; default DefaultBurst
 	Registerer     prometheus.Registerer
 	Logger         *slog.Logger // nil: discard
+	// VMKinds are the kinds each provider's VmTemplate template may
+	// render; nil: DefaultVMKinds.
+	VMKinds VMKinds
 	// Signer verifies the decisions of held Jobs and Pods (the webhook's,
 	// with the same key); required. A workload whose decision does not
 	// verify is released at once, reason invalid, and never credited.
@@ -98,6 +101,9 @@ func New(cfg Config) (*Controller, error) {
 	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline)
 	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod)
 	cfg.Workers = cmp.Or(cfg.Workers, DefaultWorkers)
+	if cfg.VMKinds == nil {
+		cfg.VMKinds = DefaultVMKinds()
+	}
 	cfg.REST = rest.CopyConfig(cfg.REST)
 	cfg.REST.QPS, cfg.REST.Burst = cmp.Or(cfg.QPS, DefaultQPS), cmp.Or(cfg.Burst, DefaultBurst)
 	if !(cfg.RetryPeriod < cfg.RenewDeadline && cfg.RenewDeadline < cfg.LeaseDuration) {
@@ -190,7 +196,7 @@ func (c *Controller) setup() error {
 			return fmt.Errorf("controller: %s: %w", r.kind, err)
 		}
 	}
-	v := &vmReconciler{client: c.mgr.GetClient(), reader: c.mgr.GetAPIReader(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger}
+	v := &vmReconciler{kinds: c.cfg.VMKinds, client: c.mgr.GetClient(), reader: c.mgr.GetAPIReader(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger}
 	if err := ctrl.NewControllerManagedBy(c.mgr).Named("vmtemplate").For(newVmTemplate()).
 		WithOptions(ctrlOptions(c.cfg.Workers)).Complete(v); err != nil {
 		return fmt.Errorf("controller: vmtemplate: %w", err)

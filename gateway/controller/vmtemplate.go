@@ -84,6 +84,7 @@ type resourceRef struct {
 // vmReconciler moves VmTemplates through their phases.
 type vmReconciler struct {
 	retries backoff
+	kinds   VMKinds // what each provider's template may render
 	client  client.Client
 	reader  client.Reader // uncached: ConfigMaps and providers' objects
 	clock   clock.Clock
@@ -245,6 +246,9 @@ func (r *vmReconciler) render(ctx context.Context, vm *unstructured.Unstructured
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(buf.Bytes(), &obj.Object); err != nil || obj.GetKind() == "" || obj.GetAPIVersion() == "" {
 		return nil, fmt.Errorf("ConfigMap %s: %s does not render to one object with apiVersion and kind (%v)", name, TemplateKey, err)
+	}
+	if err := r.kinds.check(provider, obj.GroupVersionKind().GroupKind()); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: %s %w", name, TemplateKey, err)
 	}
 	obj.SetNamespace(vm.GetNamespace())
 	if obj.GetName() == "" {

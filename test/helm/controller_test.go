@@ -6,20 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/yaml"
 
 	"github.com/carbongate/carbongate/test/services"
 )
 
 // TestControllerRBACMatchesDeploy checks that controller.enabled renders
 // the rules of deploy/controller/rbac.yaml (which the Kubernetes tests run
-// the controller with) plus controller.providerRules, bound to the
-// chart's ServiceAccount, and the controller's flags; disabled, none of it.
+// the controller with) — with controller.vmKinds' rules in place of the
+// default VM kinds' — bound to the chart's ServiceAccount, and the
+// controller's flags; disabled, none of it.
 func TestControllerRBACMatchesDeploy(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(services.RepoRoot(t), "deploy", "controller", "rbac.yaml"))
@@ -34,14 +35,26 @@ func TestControllerRBACMatchesDeploy(t *testing.T) {
 	if len(want.ClusterRoles) != 1 || len(want.Roles) != 1 {
 		t.Fatalf("deploy/controller/rbac.yaml: %d ClusterRoles, %d Roles; want 1 each", len(want.ClusterRoles), len(want.Roles))
 	}
-	extra := rbacv1.PolicyRule{APIGroups: []string{"compute.azure.com"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "create"}}
-	b, _ := yaml.Marshal(map[string]any{"controller": map[string]any{"enabled": true, "providerRules": []rbacv1.PolicyRule{extra}}})
-	got := decodeAll(t, render(t, "carbongate", "carbon", string(b)))
+	got := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true}"))
 	if len(got.ClusterRoles) != 1 || len(got.ClusterBindings) != 1 {
 		t.Fatalf("rendered %d ClusterRoles, %d bindings; want 1 each", len(got.ClusterRoles), len(got.ClusterBindings))
 	}
-	if rules := append(slices.Clone(want.ClusterRoles[0].Rules), extra); !equality.Semantic.DeepEqual(got.ClusterRoles[0].Rules, rules) {
-		t.Errorf("the chart's controller rules differ from deploy/controller/rbac.yaml's plus providerRules:\n%+v\nwant\n%+v", got.ClusterRoles[0].Rules, rules)
+	if !equality.Semantic.DeepEqual(got.ClusterRoles[0].Rules, want.ClusterRoles[0].Rules) {
+		t.Errorf("the chart's controller rules differ from deploy/controller/rbac.yaml's:\n%+v\nwant\n%+v", got.ClusterRoles[0].Rules, want.ClusterRoles[0].Rules)
+	}
+	// Another kind in place of the defaults: its rule replaces theirs, and
+	// --vm-kinds names it alone.
+	fake := rbacv1.PolicyRule{APIGroups: []string{"test.carbongate.io"}, Resources: []string{"fakevms"}, Verbs: []string{"get", "create"}}
+	custom := decodeAll(t, render(t, "carbongate", "carbon", `controller: {enabled: true, vmKinds: [{provider: azure, apiGroup: test.carbongate.io, kind: FakeVM, resource: fakevms}]}`))
+	base := slices.DeleteFunc(slices.Clone(want.ClusterRoles[0].Rules), func(r rbacv1.PolicyRule) bool { return slices.Equal(r.Verbs, fake.Verbs) })
+	if rules := append(base, fake); !equality.Semantic.DeepEqual(custom.ClusterRoles[0].Rules, rules) {
+		t.Errorf("with controller.vmKinds the rules are\n%+v\nwant\n%+v", custom.ClusterRoles[0].Rules, rules)
+	}
+	if args := custom.Deployments[0].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--vm-kinds=azure=test.carbongate.io/FakeVM") {
+		t.Errorf("args %v, want --vm-kinds=azure=test.carbongate.io/FakeVM", args)
+	}
+	for _, o := range []*Objects{got, custom} {
+		checkGrantsOnlyVMKinds(t, o.ClusterRoles[0].Rules, o.Deployments[0].Spec.Template.Spec.Containers[0].Args)
 	}
 	var lease *rbacv1.Role
 	for _, r := range got.Roles {
@@ -90,5 +103,31 @@ func checkDecisionKey(t *testing.T, o *Objects, name string) {
 	}
 	if own := name == "carbongate-decision-key"; own != slices.Contains(rendered, name) || len(rendered) > 1 {
 		t.Errorf("Secrets rendered %v; want only %s, and only when it is the chart's", rendered, name)
+	}
+}
+
+// checkGrantsOnlyVMKinds: the controller may create nothing but events and
+// the provider objects of its --vm-kinds, and nothing at all in the RBAC or
+// admission groups, nor anything through a wildcard.
+func checkGrantsOnlyVMKinds(t *testing.T, rules []rbacv1.PolicyRule, args []string) {
+	t.Helper()
+	var kinds string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--vm-kinds="); ok {
+			kinds = v
+		}
+	}
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			if g == "*" || g == "rbac.authorization.k8s.io" || g == "admissionregistration.k8s.io" || slices.Contains(r.Resources, "*") || slices.Contains(r.Verbs, "*") {
+				t.Errorf("rule %+v grants too much", r)
+			}
+			if !slices.Contains(r.Verbs, "create") || slices.Contains(r.Resources, "events") {
+				continue
+			}
+			if g == "" || !strings.Contains(","+kinds, "="+g+"/") {
+				t.Errorf("rule %+v lets the controller create in group %q, which --vm-kinds=%s does not name", r, g, kinds)
+			}
+		}
 	}
 }

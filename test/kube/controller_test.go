@@ -64,6 +64,7 @@ func testController(t *testing.T, c *cluster, bin string) {
 	t.Run("NotOptedIn", func(t *testing.T) { e.testNotOptedIn(t) })
 	t.Run("Forged", func(t *testing.T) { e.testForged(t, g) })
 	t.Run("VmTemplate", func(t *testing.T) { e.testVmTemplate(t, g) })
+	t.Run("VmTemplateOtherKind", func(t *testing.T) { e.testVmTemplateOtherKind(t, g) })
 	t.Run("DeadlineGuard", func(t *testing.T) { e.testGuard(t, g) })
 	t.Run("DeletedWhileHeld", func(t *testing.T) { e.testDeleted(t, g) })
 	t.Run("Failover", func(t *testing.T) { e.testFailover(t, g) })
@@ -145,6 +146,7 @@ func (e *ctlEnv) start(t *testing.T, args ...string) *gate {
 	t.Helper()
 	args = append([]string{"--controller", "--kubeconfig", e.kubeconfig, "--controller-namespace", leaseNS,
 		"--replay-speed", fmt.Sprint(replaySpeed), "--cluster-provider", "azure", "--decision-key-file", e.keyFile,
+		"--vm-kinds", "azure=test.carbongate.io/FakeVM",
 		"--leader-lease-duration", "3s", "--leader-renew-deadline", "2s", "--leader-retry-period", "500ms"}, args...)
 	return startGate(t, e.bin, &e.tf, args...)
 }
@@ -456,48 +458,55 @@ func (e *ctlEnv) testDeleted(t *testing.T, g *gate) {
 
 var fakeVMs = schema.GroupVersionResource{Group: "test.carbongate.io", Version: "v1", Resource: "fakevms"}
 
+// vmNamespace makes namespace ns with the azure provider template tmpl
+// (the value of template.yaml).
+func (e *ctlEnv) vmNamespace(t *testing.T, ns, tmpl string) {
+	t.Helper()
+	e.c.namespace(t, ns, nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "carbongate-vm-azure"}, Data: map[string]string{"template.yaml": tmpl}}
+	if _, err := e.c.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vmPhase waits for VmTemplate ns/name to reach phase want, and returns it.
+func (e *ctlEnv) vmPhase(t *testing.T, ns, name, want string) *unstructured.Unstructured {
+	t.Helper()
+	var cur *unstructured.Unstructured
+	eventually(t, 30*time.Second, "phase "+want, func() error {
+		var err error
+		if cur, err = e.c.vmtemplates(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if p, _, _ := unstructured.NestedString(cur.Object, "status", "phase"); p != want {
+			m, _, _ := unstructured.NestedString(cur.Object, "status", "message")
+			return fmt.Errorf("phase %q (%s)", p, m)
+		}
+		return nil
+	})
+	return cur
+}
+
 func (e *ctlEnv) testVmTemplate(t *testing.T, g *gate) {
 	ctx := context.Background()
 	ns := "vms"
-	e.c.namespace(t, ns, nil)
-	if _, err := e.c.apply(t, []byte(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: carbongate-vm-azure}
-data:
-  template.yaml: |
-    apiVersion: test.carbongate.io/v1
-    kind: FakeVM
-    metadata:
-      name: {{ .Name }}-vm
-      labels: {zone: "{{ .Zone }}"}
-    spec:
-      location: {{ .Region }}
-      cpus: {{ .Spec.minCPU }}
-      start: "{{ .Start }}"
-`), ns, false); err != nil {
-		t.Fatal(err)
-	}
+	e.vmNamespace(t, ns, `apiVersion: test.carbongate.io/v1
+kind: FakeVM
+metadata:
+  name: {{ .Name }}-vm
+  labels: {zone: "{{ .Zone }}"}
+spec:
+  location: {{ .Region }}
+  cpus: {{ .Spec.minCPU }}
+  start: "{{ .Start }}"
+`)
 	start := g.now(t).Add(5 * time.Hour).Truncate(time.Hour)
 	vm := vmTemplate(ns, "batch-1", map[string]any{"duration": "PT3H", "maxLatencyMs": int64(0), "originRegion": "westeurope",
 		"provider": "azure", "minCPU": int64(4), "schedulingRegion": "swedencentral", "schedulingTime": start.Format(time.RFC3339)})
 	if _, err := e.c.vmtemplates(ns).Create(ctx, vm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	phase := func(want string) *unstructured.Unstructured {
-		var cur *unstructured.Unstructured
-		eventually(t, 30*time.Second, "phase "+want, func() error {
-			var err error
-			if cur, err = e.c.vmtemplates(ns).Get(ctx, "batch-1", metav1.GetOptions{}); err != nil {
-				return err
-			}
-			if p, _, _ := unstructured.NestedString(cur.Object, "status", "phase"); p != want {
-				m, _, _ := unstructured.NestedString(cur.Object, "status", "message")
-				return fmt.Errorf("phase %q (%s)", p, m)
-			}
-			return nil
-		})
-		return cur
-	}
+	phase := func(want string) *unstructured.Unstructured { return e.vmPhase(t, ns, "batch-1", want) }
 	phase("Scheduled")
 	cur := phase("Released")
 	fvm, err := e.c.dyn.Resource(fakeVMs).Namespace(ns).Get(ctx, "batch-1-vm", metav1.GetOptions{})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -89,5 +90,31 @@ func (e *ctlEnv) testForged(t *testing.T, g *gate) {
 				t.Errorf("%s: not a credit carbongate made", line)
 			}
 		}
+	}
+}
+
+// testVmTemplateOtherKind: a namespace's provider template that renders a
+// RoleBinding to cluster-admin instead of a VM is refused (Failed, naming
+// the kind), and nothing is created.
+func (e *ctlEnv) testVmTemplateOtherKind(t *testing.T, g *gate) {
+	ctx := context.Background()
+	ns := "vms-other-kind"
+	e.vmNamespace(t, ns, `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: "{{ .Name }}-admin"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: vms-other-kind}]
+`)
+	vm := vmTemplate(ns, "escalate", map[string]any{"duration": "PT1H", "maxLatencyMs": int64(0), "originRegion": "westeurope",
+		"provider": "azure", "schedulingRegion": "swedencentral", "schedulingTime": g.now(t).Format(time.RFC3339)})
+	if _, err := e.c.vmtemplates(ns).Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cur := e.vmPhase(t, ns, "escalate", "Failed")
+	if m, _, _ := unstructured.NestedString(cur.Object, "status", "message"); !strings.Contains(m, "RoleBinding.rbac.authorization.k8s.io") || !strings.Contains(m, "may not create") {
+		t.Errorf("message %q, want the RoleBinding refused", m)
+	}
+	if rbs, err := e.c.kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{}); err != nil || len(rbs.Items) != 0 {
+		t.Errorf("RoleBindings %v (%v), want none", rbs, err)
 	}
 }

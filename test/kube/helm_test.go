@@ -74,7 +74,7 @@ backfill: {enabled: true, zones: [DE]}
 controller:
   enabled: true
   clusterProvider: azure
-  providerRules: [{apiGroups: [compute.azure.com], resources: [virtualmachines], verbs: [get, create]}]
+  vmKinds: [{provider: azure, apiGroup: compute.azure.com, kind: VirtualMachine, resource: virtualmachines}]
 `},
 		{name: "opa webhook", release: "policy", ns: "helm-opa", webhooks: 1, values: `
 admission:
