@@ -300,8 +300,26 @@ EOF
   log "kube-apiserver ready after $((SECONDS - t0)) s"
 
   (cd "$root" && kubectl apply -f deploy/crd/vmtemplate.yaml) >/dev/null
+  # No cloud operator runs here: a stand-in for Azure Service Operator's VirtualMachine kind
+  # (schema-less), the kind deploy/local/vmtemplate.yaml's provider template renders.
+  kubectl apply -f - >/dev/null <<'CRD'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: virtualmachines.compute.azure.com}
+spec:
+  group: compute.azure.com
+  scope: Namespaced
+  names: {kind: VirtualMachine, listKind: VirtualMachineList, plural: virtualmachines, singular: virtualmachine}
+  versions:
+  - name: v1api20220301
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+CRD
   await kube-apiserver "serving the VmTemplate CRD" \
-    kubectl wait --for condition=Established --timeout 10s crd/vmtemplates.carbongate.io
+    kubectl wait --for condition=Established --timeout 10s crd/vmtemplates.carbongate.io crd/virtualmachines.compute.azure.com
   # Nodes in three regions (no kubelet: objects only), so that held Jobs are placed as well as
   # timed, as in a multi-region or virtual-node (Liqo) cluster.
   local region

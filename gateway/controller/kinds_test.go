@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -115,5 +116,36 @@ func TestDefaultVMKindsMatchDeploy(t *testing.T) {
 	}
 	if chart.String() != DefaultVMKinds().String() {
 		t.Errorf("the chart's controller.vmKinds %s, want the defaults %s", chart, DefaultVMKinds())
+	}
+}
+
+// TestKubeUpTemplateIsAllowed: the provider template make kube-up suggests
+// (deploy/local/vmtemplate.yaml) renders a kind the defaults allow.
+func TestKubeUpTemplateIsAllowed(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "local", "vmtemplate.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm *corev1.ConfigMap
+	for doc := range strings.SplitSeq(string(raw), "\n---\n") {
+		var c corev1.ConfigMap
+		if yaml.Unmarshal([]byte(doc), &c) == nil && c.Kind == "ConfigMap" {
+			cm = &c
+		}
+	}
+	if cm == nil {
+		t.Fatal("no ConfigMap in deploy/local/vmtemplate.yaml")
+	}
+	r := &vmReconciler{kinds: DefaultVMKinds(), reader: fake.NewClientBuilder().WithObjects(cm).Build()}
+	vm := newVmTemplate()
+	vm.SetNamespace(cm.Namespace)
+	vm.SetName("batch-1")
+	obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral", Zone: "SE", Start: "2021-06-02T00:00:00Z"}, map[string]any{"minCPU": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc, _, _ := unstructured.NestedString(obj.Object, "spec", "location"); obj.GetKind() != "VirtualMachine" || loc != "swedencentral" {
+		t.Errorf("rendered %v, want an azure VirtualMachine in swedencentral", obj.Object)
 	}
 }
