@@ -48,17 +48,27 @@ func (w *Webhook) sanitized(req *admissionv1.AdmissionRequest, next func(*admiss
 // sanitizeWorkload returns the ops that set the outputs of req's object
 // and the object with them applied, or a message naming what is malformed.
 func sanitizeWorkload(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(req.Object.Raw))
-	dec.UseNumber() // numbers pass through as written
-	if err := dec.Decode(&doc); err != nil || doc == nil {
-		return nil, nil, "request.object: not a JSON object"
-	}
 	var old metav1.PartialObjectMetadata
 	if req.Operation == admissionv1.Update {
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 			return nil, nil, fmt.Sprintf("request.oldObject: %v", err)
 		}
+	}
+	// Most objects carry the outputs they should (none, on CREATE): their
+	// metadata says so without decoding the whole object.
+	var meta metav1.PartialObjectMetadata
+	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
+		return nil, nil, fmt.Sprintf("request.object: %v", err)
+	}
+	if same(meta.Labels, old.Labels, []string{hold.Label}) && same(meta.Annotations, old.Annotations, hold.Outputs) &&
+		same(meta.Annotations, old.Annotations, hold.ReleaseStamp) {
+		return nil, req.Object.Raw, ""
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(req.Object.Raw))
+	dec.UseNumber() // numbers pass through as written
+	if err := dec.Decode(&doc); err != nil || doc == nil {
+		return nil, nil, "request.object: not a JSON object"
 	}
 	s := &outputs{doc: doc}
 	release := req.Operation == admissionv1.Update && old.Labels[hold.Label] == hold.Held &&
@@ -80,6 +90,18 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest) ([]op, []byte, string) 
 		return nil, nil, "request.object: " + err.Error()
 	}
 	return s.ops, raw, ""
+}
+
+// same reports whether a and b agree on keys (value and presence).
+func same(a, b map[string]string, keys []string) bool {
+	for _, k := range keys {
+		v, ok := a[k]
+		w, had := b[k]
+		if ok != had || v != w {
+			return false
+		}
+	}
+	return true
 }
 
 // outputs edits an object's metadata.labels and metadata.annotations,
