@@ -34,7 +34,11 @@ func NewBodyBudget(size, free int64) *BodyBudget {
 // Size returns the budget's size in bytes.
 func (b *BodyBudget) Size() int64 { return b.size }
 
-func (b *BodyBudget) take(n int64) bool {
+// Take takes n bytes from the budget (the caller has taken off any free
+// part) for memory a request holds other than its body, such as a large
+// answer's data; false, taking nothing, when the budget has less left.
+// Give them back with Give.
+func (b *BodyBudget) Take(n int64) bool {
 	if b.left.Add(-n) >= 0 {
 		return true
 	}
@@ -67,7 +71,7 @@ func ReadBody(r io.Reader, length, limit int64, b *BodyBudget, buf []byte) (body
 			want = min(max(want, end+512), limit+1)
 			if b != nil && want > b.free {
 				extra := want - max(b.free, end)
-				if !b.take(extra) {
+				if !b.Take(extra) {
 					return buf, held, ErrBodyBudget
 				}
 				held += extra

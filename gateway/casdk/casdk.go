@@ -60,7 +60,11 @@ const HeaderProvenance = "Carbongate-Provenance"
 const (
 	DefaultMaxHours     = 366 * 24 // observed hours one location may span
 	DefaultMaxLocations = 100      // locations of one request, items of one batch
-	DefaultLookback     = 7 * 24 * time.Hour
+	// DefaultMaxPoints bounds the locations × hours of one request: 100
+	// locations over a month of 31 days, or 8 over a whole year (a 6 MB
+	// answer at most).
+	DefaultMaxPoints = DefaultMaxLocations * 31 * 24
+	DefaultLookback  = 7 * 24 * time.Hour
 )
 
 // Service is what the API needs of the gateway; *gateway.Service
@@ -113,6 +117,11 @@ type Config struct {
 	// MaxLocations bounds the locations of a request and the items of a
 	// batch; 0: DefaultMaxLocations.
 	MaxLocations int
+	// MaxPoints bounds the hourly values one request reads: the distinct
+	// locations × the hours of the period of /emissions/bylocations (and
+	// …/best), the sum over the items of an average batch; 0:
+	// DefaultMaxPoints.
+	MaxPoints int
 	// Lookback is how far before requestedAt a batch forecast is looked
 	// for; 0: DefaultLookback.
 	Lookback time.Duration
@@ -149,6 +158,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.MaxLocations <= 0 {
 		cfg.MaxLocations = DefaultMaxLocations
+	}
+	if cfg.MaxPoints <= 0 {
+		cfg.MaxPoints = DefaultMaxPoints
 	}
 	if cfg.Lookback <= 0 {
 		cfg.Lookback = DefaultLookback
@@ -254,11 +266,11 @@ func (a *API) forecastsCurrent(c *echo.Context) error {
 	if len(names) == 0 {
 		return argument("Invalid parameters", map[string][]string{"location": {"location is not set"}})
 	}
-	if len(names) > a.cfg.MaxLocations {
-		return invalid("location", "%d locations; at most %d", len(names), a.cfg.MaxLocations)
+	names, places, err := a.cat.distinct(names, a.cfg.MaxLocations, "location")
+	if err != nil {
+		return err
 	}
 	var fp forecastParams
-	var err error
 	if fp.dataStartAt, _, err = q.time("dataStartAt"); err != nil {
 		return err
 	}
@@ -278,16 +290,13 @@ func (a *API) forecastsCurrent(c *echo.Context) error {
 	if err := fp.check(); err != nil {
 		return err
 	}
-	places := make([]place, len(names))
-	for i, n := range names {
-		if places[i], err = a.cat.resolve(n, "location"); err != nil {
-			return err
-		}
-	}
 	ctx := c.Request().Context()
 	out := make([]emissionsForecastDTO, 0, len(names))
 	var prov []string
 	for i, p := range places {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		fc, now, err := a.cfg.Service.Forecast(ctx, p.Zone, a.cfg.Signal)
 		if err != nil {
 			return toProblem(err, "location")

@@ -52,7 +52,7 @@ var testZones = []gateway.ZoneInfo{
 // The documentation's current-forecast example was requested at this time.
 var docNow = time.Date(2022, 7, 19, 13, 37, 49, 0, time.UTC)
 
-func newTestAPI(t *testing.T, withForecasts bool) (*echo.Echo, *store.Memory) {
+func newTestAPI(t testing.TB, withForecasts bool) (*echo.Echo, *store.Memory) {
 	t.Helper()
 	mem := store.NewMemory()
 	ctx := context.Background()
@@ -85,13 +85,19 @@ func newTestAPI(t *testing.T, withForecasts bool) (*echo.Echo, *store.Memory) {
 	if withForecasts {
 		cfg.Forecasts = mem
 	}
+	return serve(t, cfg), mem
+}
+
+// serve registers the API of cfg on a new Echo.
+func serve(t testing.TB, cfg Config) *echo.Echo {
+	t.Helper()
 	api, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := echo.New()
 	api.Register(e)
-	return e, mem
+	return e
 }
 
 type answer struct {

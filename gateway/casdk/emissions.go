@@ -11,29 +11,37 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/httpapi"
 )
 
-// observedHours returns the observed hours of p that overlap [start, end)
-// (the hour holding start when start equals end), up to the hour holding
-// now: later hours are not observed yet (the replay clock included).
-// NaN marks an hour without a value.
-func (a *API) observedHours(ctx context.Context, p place, start, end, now time.Time) ([]point, error) {
-	from := forecast.HourFloor(start)
-	to := forecast.HourFloor(end)
+// periodHours is the hours [from, to) that cover [start, end) (the hour
+// holding start when start equals end).
+func periodHours(start, end time.Time) (from, to time.Time) {
+	from, to = forecast.HourFloor(start), forecast.HourFloor(end)
 	if to.Before(end) || !start.Before(end) {
 		to = to.Add(time.Hour)
 	}
+	return from, to
+}
+
+// observed returns the observed hours of p over periodHours(start, end),
+// up to the hour holding now: later hours are not observed yet (the
+// replay clock included). NaN marks an hour without a value.
+func (a *API) observed(ctx context.Context, p place, start, end, now time.Time) (forecast.Series, error) {
+	from, to := periodHours(start, end)
 	if last := forecast.HourFloor(now).Add(time.Hour); to.After(last) {
 		to = last
 	}
 	if !from.Before(to) {
-		return nil, nil
+		return forecast.Series{Start: from}, nil
 	}
-	s, err := a.cfg.Observed.Observed(ctx, p.Zone, a.cfg.Signal, from, to)
-	if err != nil {
-		return nil, err
-	}
-	return hourly(s.Start, s.Values), nil
+	return a.cfg.Observed.Observed(ctx, p.Zone, a.cfg.Signal, from, to)
+}
+
+// observedHours is observed as points.
+func (a *API) observedHours(ctx context.Context, p place, start, end, now time.Time) ([]point, error) {
+	s, err := a.observed(ctx, p, start, end, now)
+	return hourly(s.Start, s.Values), err
 }
 
 // span checks a period's length against MaxHours, naming param.
@@ -44,16 +52,28 @@ func (a *API) span(start, end time.Time, param string) error {
 	return nil
 }
 
+// bytesPerHour is what an answer holds per location and hour while it is
+// read: one float64.
+const bytesPerHour = 8
+
 // emissions answers the bylocation routes: the observed hours of every
 // location over [time, toTime] (time defaults to now, toTime to time),
 // all of them or the lowest (every tie). No data is 204, as the SDK.
+//
+// The work is bounded: a location given twice is read once, and the
+// locations × hours of the period are at most MaxPoints (a 400 naming
+// location and the end parameter beyond). What is read is held against
+// the server's body budget (httpapi.Hold; 503 when it is spent); the
+// answer is streamed, never built whole; and the reading stops once the
+// request's context is done.
 func (a *API) emissions(c *echo.Context, names []string, startParams, endParams []string, best bool) error {
 	q := newQuery(c.QueryParams())
 	if len(names) == 0 {
 		return argument("Invalid parameters", map[string][]string{"location": {"location is not set"}})
 	}
-	if len(names) > a.cfg.MaxLocations {
-		return invalid("location", "%d locations; at most %d", len(names), a.cfg.MaxLocations)
+	names, places, err := a.cat.distinct(names, a.cfg.MaxLocations, "location")
+	if err != nil {
+		return err
 	}
 	start, sp, err := q.time(startParams...)
 	if err != nil {
@@ -79,53 +99,47 @@ func (a *API) emissions(c *echo.Context, names []string, startParams, endParams 
 	if err := a.span(*start, *end, ep); err != nil {
 		return err
 	}
-	places := make([]place, len(names))
-	for i, n := range names {
-		if places[i], err = a.cat.resolve(n, "location"); err != nil {
+	from, to := periodHours(*start, *end)
+	hours := int(to.Sub(from) / time.Hour)
+	if n := len(places) * hours; n > a.cfg.MaxPoints {
+		msg := fmt.Sprintf("%d locations × %d hours of %s to %s are %d hourly values; at most %d a request: ask fewer locations or a shorter period",
+			len(places), hours, stamp(*start), stamp(*end), n, a.cfg.MaxPoints)
+		return argument("Invalid parameters", map[string][]string{"location": {msg}, ep: {msg}})
+	}
+	release, err := httpapi.Hold(c, int64(len(places)*hours)*bytesPerHour)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx := c.Request().Context()
+	locs := make([]located, len(places))
+	prov := make([]string, len(places))
+	lowest, any := math.Inf(1), false
+	for i, p := range places {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-	}
-	var out []emissionsData
-	var pts []point
-	var prov []string
-	for i, p := range places {
-		hs, err := a.observedHours(c.Request().Context(), p, *start, *end, now)
+		s, err := a.observed(ctx, p, *start, *end, now)
 		if err != nil {
 			return toProblem(err, "location")
 		}
-		for _, h := range hs {
-			if math.IsNaN(h.Value) {
-				continue
+		locs[i] = located{name: names[i], s: s}
+		for _, v := range s.Values {
+			if known(v) {
+				lowest, any = min(lowest, v), true
 			}
-			out = append(out, emissionsData{Location: names[i], Time: stamp(h.Time), Rating: h.Value, Duration: timeSpan(h.Duration)})
-			pts = append(pts, h)
 		}
-		prov = append(prov, provenance(p, a.cfg.ObservedSource, "", "", time.Time{}))
+		prov[i] = provenance(p, a.cfg.ObservedSource, "", "", time.Time{})
 	}
 	c.Response().Header().Set(HeaderProvenance, strings.Join(prov, ", "))
-	if best {
-		out = bestOf(out, pts)
-	}
-	if len(out) == 0 {
+	if !any {
 		return c.NoContent(http.StatusNoContent)
 	}
-	return c.JSON(http.StatusOK, out)
-}
-
-// bestOf keeps the entries of out whose point in pts (same index) has the
-// lowest value, every tie.
-func bestOf(out []emissionsData, pts []point) []emissionsData {
-	lo := optimal(pts)
-	if len(lo) == 0 {
-		return nil
+	keep := func(float64) bool { return true }
+	if best {
+		keep = func(v float64) bool { return v == lowest }
 	}
-	var kept []emissionsData
-	for i, p := range pts {
-		if p.Value == lo[0].Value {
-			kept = append(kept, out[i])
-		}
-	}
-	return kept
+	return writeEmissions(ctx, c, locs, keep)
 }
 
 func (a *API) byLocation(c *echo.Context) error {
@@ -151,10 +165,14 @@ func (a *API) byLocationsBest(c *echo.Context) error {
 	return a.emissions(c, newQuery(c.QueryParams()).names("location"), []string{"time"}, []string{"toTime"}, true)
 }
 
-// averageParams are one average's parameters, each named for errors.
+// averageParams are one average's parameters, each named for errors;
+// check fills in the rest.
 type averageParams struct {
 	location, start, end string // values
 	nLoc, nStart, nEnd   string // parameter names
+
+	from, to time.Time // the period, parsed
+	place    place
 }
 
 // average answers GET /emissions/average-carbon-intensity.
@@ -171,6 +189,10 @@ func (a *API) average(c *echo.Context) error {
 	if ap.end, ap.nEnd, err = q.one("endTime"); err != nil {
 		return err
 	}
+	left := a.cfg.MaxPoints
+	if err := a.checkAverage(&ap, &left); err != nil {
+		return err
+	}
 	dto, prov, err := a.averageOf(c.Request().Context(), ap)
 	if err != nil {
 		return err
@@ -179,10 +201,10 @@ func (a *API) average(c *echo.Context) error {
 	return c.JSON(http.StatusOK, dto)
 }
 
-// averageOf is the time-weighted mean of a location's observed values
-// over [start, end): every hour of it must be observed (the SDK refuses a
-// period its data do not cover, 400).
-func (a *API) averageOf(ctx context.Context, ap averageParams) (carbonIntensityDTO, string, error) {
+// checkAverage validates an average's parameters and fills in its period
+// and place. The hours of the period are taken from *left, the hours the
+// request may still read: beyond, a 400 naming the end.
+func (a *API) checkAverage(ap *averageParams, left *int) error {
 	errs := map[string][]string{}
 	for _, p := range [][2]string{{ap.location, ap.nLoc}, {ap.start, ap.nStart}, {ap.end, ap.nEnd}} {
 		if p[0] == "" {
@@ -190,26 +212,34 @@ func (a *API) averageOf(ctx context.Context, ap averageParams) (carbonIntensityD
 		}
 	}
 	if len(errs) > 0 {
-		return carbonIntensityDTO{}, "", argument("Invalid parameters", errs)
+		return argument("Invalid parameters", errs)
 	}
-	start, err := parseTime(ap.start, ap.nStart)
-	if err != nil {
-		return carbonIntensityDTO{}, "", err
+	var err error
+	if ap.from, err = parseTime(ap.start, ap.nStart); err != nil {
+		return err
 	}
-	end, err := parseTime(ap.end, ap.nEnd)
-	if err != nil {
-		return carbonIntensityDTO{}, "", err
+	if ap.to, err = parseTime(ap.end, ap.nEnd); err != nil {
+		return err
 	}
-	if !start.Before(end) {
-		return carbonIntensityDTO{}, "", argument("Invalid parameters", map[string][]string{ap.nStart: {ap.nStart + " must be before " + ap.nEnd}})
+	if !ap.from.Before(ap.to) {
+		return argument("Invalid parameters", map[string][]string{ap.nStart: {ap.nStart + " must be before " + ap.nEnd}})
 	}
-	if err := a.span(start, end, ap.nEnd); err != nil {
-		return carbonIntensityDTO{}, "", err
+	if err := a.span(ap.from, ap.to, ap.nEnd); err != nil {
+		return err
 	}
-	p, err := a.cat.resolve(ap.location, ap.nLoc)
-	if err != nil {
-		return carbonIntensityDTO{}, "", err
+	from, to := periodHours(ap.from, ap.to)
+	if *left -= int(to.Sub(from) / time.Hour); *left < 0 {
+		return invalid(ap.nEnd, "the periods of the request add up to more than %d hours: ask fewer or shorter ones", a.cfg.MaxPoints)
 	}
+	ap.place, err = a.cat.resolve(ap.location, ap.nLoc)
+	return err
+}
+
+// averageOf is the time-weighted mean of a location's observed values
+// over the period of ap (checked): every hour of it must be observed (the
+// SDK refuses a period its data do not cover, 400).
+func (a *API) averageOf(ctx context.Context, ap averageParams) (carbonIntensityDTO, string, error) {
+	start, end, p := ap.from, ap.to, ap.place
 	now := a.cfg.Service.Now().Now
 	hs, err := a.observedHours(ctx, p, start, end, now)
 	if err != nil {
@@ -239,14 +269,15 @@ type batchAverage struct {
 
 // averageBatch answers POST /emissions/average-carbon-intensity/batch:
 // each item as GET /emissions/average-carbon-intensity, errors naming the
-// item ([2].startTime). Items may name different locations.
+// item ([2].startTime). Items may name different locations; every item is
+// checked before any is read.
 func (a *API) averageBatch(c *echo.Context) error {
 	items, err := decodeBatch[batchAverage](c, a.cfg.MaxLocations)
 	if err != nil {
 		return err
 	}
-	out := make([]carbonIntensityDTO, 0, len(items))
-	var prov []string
+	aps := make([]averageParams, len(items))
+	left := a.cfg.MaxPoints
 	for i, it := range items {
 		at := func(f string) string { return fmt.Sprintf("[%d].%s", i, f) }
 		deref := func(s *string) string {
@@ -255,10 +286,20 @@ func (a *API) averageBatch(c *echo.Context) error {
 			}
 			return strings.TrimSpace(*s)
 		}
-		dto, pv, err := a.averageOf(c.Request().Context(), averageParams{
-			location: deref(it.Location), start: deref(it.StartTime), end: deref(it.EndTime),
-			nLoc: at("location"), nStart: at("startTime"), nEnd: at("endTime"),
-		})
+		aps[i] = averageParams{location: deref(it.Location), start: deref(it.StartTime), end: deref(it.EndTime),
+			nLoc: at("location"), nStart: at("startTime"), nEnd: at("endTime")}
+		if err := a.checkAverage(&aps[i], &left); err != nil {
+			return err
+		}
+	}
+	out := make([]carbonIntensityDTO, 0, len(items))
+	var prov []string
+	ctx := c.Request().Context()
+	for _, ap := range aps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		dto, pv, err := a.averageOf(ctx, ap)
 		if err != nil {
 			return err
 		}

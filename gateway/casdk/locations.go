@@ -109,3 +109,28 @@ func (c *catalog) why(lower string) string {
 	}
 	return c.unserved("azure", lower)
 }
+
+// distinct resolves names, at most max of them, each location once: a
+// name given again (in any case) is dropped, so that repeating a location
+// costs nothing. Errors are 400s naming param.
+func (c *catalog) distinct(names []string, max int, param string) ([]string, []place, error) {
+	if len(names) > max {
+		return nil, nil, invalid(param, "%d locations; at most %d", len(names), max)
+	}
+	seen := make(map[string]bool, len(names))
+	var kept []string
+	var places []place
+	for _, n := range names {
+		k := strings.ToLower(strings.TrimSpace(n))
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		p, err := c.resolve(n, param)
+		if err != nil {
+			return nil, nil, err
+		}
+		kept, places = append(kept, n), append(places, p)
+	}
+	return kept, places, nil
+}

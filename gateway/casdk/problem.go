@@ -90,7 +90,7 @@ func (a *API) handle(h func(c *echo.Context) error) echo.HandlerFunc {
 		}
 		p := toProblem(err, "")
 		id := c.Response().Header().Get(httpapi.HeaderRequestID)
-		if p.Status >= 500 {
+		if p.Status >= 500 && !httpapi.Shed(c) { // shed requests are counted, not logged
 			a.log.Error("casdk request failed", "request_id", id, "route", c.Path(), "status", p.Status, "error", err.Error())
 		}
 		out := *p

@@ -95,7 +95,7 @@ type limiter struct {
 	noBacklog bool         // off, or the runtime does not report runnable goroutines
 
 	shed     *prometheus.CounterVec
-	shedBy   [3]prometheus.Counter // inflight, backlog, bodies
+	shedBy   [4]prometheus.Counter // inflight, backlog, bodies, answers
 	inflight prometheus.Gauge
 }
 
@@ -111,7 +111,7 @@ func newLimiter(maxInFlight, maxBacklog int) *limiter {
 		start:      time.Now(),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_http_shed_total",
-			Help: "API requests shed for overload (503 and Retry-After, or the route's own answer such as an AdmissionReview), by reason: inflight (requests in handlers at the limit), backlog (goroutines waiting for a CPU at the limit) or bodies (request bodies being read at the body budget).",
+			Help: "API requests shed for overload (503 and Retry-After, or the route's own answer such as an AdmissionReview), by reason: inflight (requests in handlers at the limit), backlog (goroutines waiting for a CPU at the limit) bodies (request bodies being read at the body budget) or answers (a large answer's data that the body budget could not hold).",
 		}, []string{"reason"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "carbongate_http_inflight_requests",
@@ -121,6 +121,7 @@ func newLimiter(maxInFlight, maxBacklog int) *limiter {
 	l.shedBy[0] = l.shed.WithLabelValues(shedInFlight)
 	l.shedBy[1] = l.shed.WithLabelValues(shedBacklog)
 	l.shedBy[2] = l.shed.WithLabelValues(shedBodies)
+	l.shedBy[3] = l.shed.WithLabelValues(shedAnswers)
 	sample := []metrics.Sample{{Name: backlogMetric}}
 	metrics.Read(sample)
 	l.noBacklog = maxBacklog < 0 || sample[0].Value.Kind() != metrics.KindUint64

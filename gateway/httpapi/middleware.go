@@ -55,6 +55,7 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			id = newID()
 		}
 		c.Set(keyRequestID, id)
+		c.Set(keyServer, s)
 		c.Response().Header().Set(HeaderRequestID, id)
 		ctx, cancel := context.WithTimeout(req.Context(), s.cfg.RequestTimeout)
 		defer cancel()

@@ -48,6 +48,8 @@ func gatewayAttacks(g *gateway) []attack {
 			run: malformed(4, 200, schedulePath, malformedSchedules())},
 		{name: "malformed-admission", note: "4 senders POST malformed AdmissionReviews, 200/s",
 			run: malformed(4, 200, admissionPath, malformedReviews(g.review))},
+		{name: "casdk-amplification", note: "12 senders ask the Carbon Aware SDK API for a year of a location given 100 times, of 8 locations and of 12, 40/s",
+			run: amplified(12, 40)},
 	}
 }
 
