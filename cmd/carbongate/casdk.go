@@ -75,6 +75,7 @@ func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables, re
 	if err != nil {
 		return nil, nil, err
 	}
+	m.routes = append(m.routes, api.Routes()...)
 	m.Logger.Info("Carbon Aware SDK Web API enabled", "prefixes", a.prefixes, "observed", cfg.ObservedSource, "batch_forecasts", cfg.Forecasts != nil)
 	return func(e *echo.Echo) {
 		if next != nil {

@@ -237,3 +237,44 @@ func TestCASDKAzureRegionsOfTheSDK(t *testing.T) {
 		t.Errorf("uksouth: %d %s", code, body)
 	}
 }
+
+// TestCASDKServerErrors: errors the server raises for the SDK's routes
+// (413, 431, 404, 405) are the SDK's error document.
+func TestCASDKServerErrors(t *testing.T) {
+	t.Parallel()
+	m, _ := startMain(t, "--drain-delay", "0s")
+	for _, tt := range []struct {
+		name, method, path string
+		body               string
+		header             string
+		status             int
+	}{
+		{"body too large", http.MethodPost, "/casdk/emissions/average-carbon-intensity/batch", strings.Repeat(" ", httpapi.MaxBodyBytes+1), "", 413},
+		{"headers too large", http.MethodGet, "/casdk/locations", "", strings.Repeat("x", httpapi.MaxHeaderBytes), 431},
+		{"no route", http.MethodGet, "/casdk/nowhere", "", "", 404},
+		{"wrong method", http.MethodPut, "/casdk/locations", "", "", 405},
+	} {
+		req, err := http.NewRequest(tt.method, m.URL()+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if tt.header != "" {
+			req.Header.Set("X-Big", tt.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var p struct {
+			Title   string
+			Status  int
+			TraceID string
+		}
+		err = json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != tt.status || p.Status != tt.status || p.Title == "" || p.TraceID == "" {
+			t.Errorf("%s: %d %+v (%v), want %d in the SDK's error document with a traceId", tt.name, resp.StatusCode, p, err, tt.status)
+		}
+	}
+}

@@ -39,6 +39,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/httpapi"
 )
 
 // DefaultPrefix is where the API is served unless configured otherwise:
@@ -207,8 +208,29 @@ func (a *API) Register(e *echo.Echo) {
 	for _, p := range a.cfg.Prefixes {
 		for _, r := range routes {
 			e.Add(r.method, p+r.path, a.handle(handlers[r.path]))
+			e.Any(p+r.path, a.handle(methodNotAllowed(r.method)))
+		}
+		if p != "" { // at the root, unknown paths are the server's
+			e.Any(p+"/*", a.handle(notFound))
 		}
 	}
+}
+
+// Routes are the server settings of the API's paths: errors the server
+// raises for them (413, 431, overload) are written as the SDK's error
+// document.
+func (a *API) Routes() []httpapi.Route {
+	var out []httpapi.Route
+	for _, p := range a.cfg.Prefixes {
+		prefixes := []string{p + "/"}
+		if p == "" {
+			prefixes = []string{"/emissions/", "/locations"}
+		}
+		for _, pp := range prefixes {
+			out = append(out, httpapi.Route{Prefix: pp, Render: render})
+		}
+	}
+	return out
 }
 
 // emissionsDataDTO is a forecast point: duration in minutes.
@@ -261,7 +283,10 @@ type forecastParams struct {
 
 // forecastsCurrent answers GET /emissions/forecasts/current.
 func (a *API) forecastsCurrent(c *echo.Context) error {
-	q := newQuery(c.QueryParams())
+	q, err := newQuery(c)
+	if err != nil {
+		return err
+	}
 	names := q.names("location")
 	if len(names) == 0 {
 		return argument("Invalid parameters", map[string][]string{"location": {"location is not set"}})

@@ -454,3 +454,44 @@ func TestOpenAPIPrefixesEveryRoute(t *testing.T) {
 		t.Errorf("%d paths documented, want %d", len(doc.Paths), 2*len(routes))
 	}
 }
+
+// TestServerErrorsInTheSDKShape: an unknown path under the prefix (404),
+// a route asked with another method (405), a malformed query escape (400
+// naming the parameter) are the SDK's error document.
+func TestServerErrorsInTheSDKShape(t *testing.T) {
+	t.Parallel()
+	e, _ := newTestAPI(t, true)
+	for _, tt := range []struct {
+		method, url string
+		status      int
+		param       string
+	}{
+		{http.MethodGet, "/casdk/nowhere", 404, ""},
+		{http.MethodGet, "/casdk/emissions/bylocations/worst?location=DE", 404, ""},
+		{http.MethodPost, "/casdk/locations", 405, ""},
+		{http.MethodDelete, "/emissions/bylocation?location=DE", 405, ""},
+		{http.MethodGet, "/casdk/emissions/forecasts/batch", 405, ""},
+		{http.MethodGet, "/casdk/emissions/bylocation?location=DE&time=%zz", 400, "time"},
+		{http.MethodGet, "/casdk/emissions/bylocations?location=DE&time=2022-05-01&toTime=%zz", 400, "toTime"},
+		{http.MethodGet, "/casdk/emissions/average-carbon-intensity?location=DE&startTime=2022-05-01&endTime=2022-05-02&%zz=1", 400, "query"},
+		{http.MethodGet, "/casdk/emissions/forecasts/current?location=DE;location=IE", 400, "location"},
+	} {
+		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
+			a := do(t, e, tt.method, tt.url, "", "")
+			p := decode[problem](t, a)
+			if a.status != tt.status || p.Status != tt.status || p.Title == "" || p.Detail == "" {
+				t.Fatalf("status %d %s, want %d in the SDK's error document", a.status, a.body, tt.status)
+			}
+			if tt.param != "" && len(p.Errors[tt.param]) == 0 {
+				t.Errorf("%s: errors do not name %s", a.body, tt.param)
+			}
+			if tt.status == 405 && a.header.Get("Allow") == "" {
+				t.Error("405 without Allow")
+			}
+		})
+	}
+	// At the root, unknown paths are not the API's.
+	if a := do(t, e, http.MethodGet, "/nowhere", "", ""); a.status != 404 || bytes.Contains(a.body, []byte(`"traceId"`)) || bytes.Contains(a.body, []byte(`"status":404`)) {
+		t.Errorf("/nowhere: %d %s, want the server's own 404", a.status, a.body)
+	}
+}

@@ -66,8 +66,7 @@ const bytesPerHour = 8
 // the server's body budget (httpapi.Hold; 503 when it is spent); the
 // answer is streamed, never built whole; and the reading stops once the
 // request's context is done.
-func (a *API) emissions(c *echo.Context, names []string, startParams, endParams []string, best bool) error {
-	q := newQuery(c.QueryParams())
+func (a *API) emissions(c *echo.Context, q query, names []string, startParams, endParams []string, best bool) error {
 	if len(names) == 0 {
 		return argument("Invalid parameters", map[string][]string{"location": {"location is not set"}})
 	}
@@ -143,7 +142,10 @@ func (a *API) emissions(c *echo.Context, names []string, startParams, endParams 
 }
 
 func (a *API) byLocation(c *echo.Context) error {
-	q := newQuery(c.QueryParams())
+	q, err := newQuery(c)
+	if err != nil {
+		return err
+	}
 	loc, _, err := q.one("location")
 	if err != nil {
 		return err
@@ -154,15 +156,19 @@ func (a *API) byLocation(c *echo.Context) error {
 	}
 	// The SDK's server reads time and toTime; its generated clients (the
 	// exporter's) send startTime and endTime: both are accepted.
-	return a.emissions(c, names, []string{"time", "startTime"}, []string{"toTime", "endTime"}, false)
+	return a.emissions(c, q, names, []string{"time", "startTime"}, []string{"toTime", "endTime"}, false)
 }
 
-func (a *API) byLocations(c *echo.Context) error {
-	return a.emissions(c, newQuery(c.QueryParams()).names("location"), []string{"time"}, []string{"toTime"}, false)
-}
+func (a *API) byLocations(c *echo.Context) error { return a.byLocationsOf(c, false) }
 
-func (a *API) byLocationsBest(c *echo.Context) error {
-	return a.emissions(c, newQuery(c.QueryParams()).names("location"), []string{"time"}, []string{"toTime"}, true)
+func (a *API) byLocationsBest(c *echo.Context) error { return a.byLocationsOf(c, true) }
+
+func (a *API) byLocationsOf(c *echo.Context, best bool) error {
+	q, err := newQuery(c)
+	if err != nil {
+		return err
+	}
+	return a.emissions(c, q, q.names("location"), []string{"time"}, []string{"toTime"}, best)
 }
 
 // averageParams are one average's parameters, each named for errors;
@@ -177,9 +183,11 @@ type averageParams struct {
 
 // average answers GET /emissions/average-carbon-intensity.
 func (a *API) average(c *echo.Context) error {
-	q := newQuery(c.QueryParams())
+	q, err := newQuery(c)
+	if err != nil {
+		return err
+	}
 	var ap averageParams
-	var err error
 	if ap.location, ap.nLoc, err = q.one("location"); err != nil {
 		return err
 	}

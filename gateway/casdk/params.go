@@ -6,19 +6,36 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/labstack/echo/v5"
 )
 
 // query holds a request's query parameters by lower-cased name: ASP.NET,
 // which the SDK's server runs on, binds query parameters case-insensitively.
 type query map[string][]string
 
-func newQuery(v url.Values) query {
-	q := make(query, len(v))
-	for k, vs := range v {
-		lk := strings.ToLower(k)
-		q[lk] = append(q[lk], vs...)
+// newQuery parses the request's query string strictly: a malformed
+// escape (%zz) or a semicolon is a 400 naming the parameter (query when
+// its name is what is malformed), not a parameter silently dropped.
+func newQuery(c *echo.Context) (query, error) {
+	q := query{}
+	for pair := range strings.SplitSeq(c.Request().URL.RawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(pair, "=")
+		key, err := url.QueryUnescape(rawKey)
+		if err != nil || strings.Contains(rawKey, ";") {
+			return nil, invalid("query", "the query string is malformed at %q: want name=value pairs joined by & and escaped as URLs are", clip(pair))
+		}
+		value, err := url.QueryUnescape(rawValue)
+		if err != nil || strings.Contains(rawValue, ";") {
+			return nil, invalid(key, "the value %q of %s is not valid URL encoding (a %% must start an escape like %%3A; a ; must be escaped as %%3B)", clip(rawValue), clip(key))
+		}
+		lk := strings.ToLower(key)
+		q[lk] = append(q[lk], value)
 	}
-	return q
+	return q, nil
 }
 
 // names returns the non-empty values of param (the SDK drops empty location

@@ -98,3 +98,32 @@ func (a *API) handle(h func(c *echo.Context) error) echo.HandlerFunc {
 		return c.JSON(out.Status, out)
 	}
 }
+
+// notFound answers a path under the API's prefix that it does not serve.
+func notFound(c *echo.Context) error {
+	return &problem{Title: "Not Found", Status: http.StatusNotFound,
+		Detail: fmt.Sprintf("no route %s under the Carbon Aware SDK API", clip(c.Request().URL.Path))}
+}
+
+// methodNotAllowed answers a route of the API asked with another method
+// than allowed.
+func methodNotAllowed(allowed string) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		c.Response().Header().Set(echo.HeaderAllow, allowed)
+		return &problem{Title: "Method Not Allowed", Status: http.StatusMethodNotAllowed,
+			Detail: fmt.Sprintf("%s takes %s, not %s", c.Request().URL.Path, allowed, clip(c.Request().Method))}
+	}
+}
+
+// render writes an error the server raised for the API's routes (a body
+// too large, headers too large, an overload) as the SDK's error document.
+func render(c *echo.Context, status int, e httpapi.ErrorInfo) error {
+	p := problem{Title: http.StatusText(status), Status: status, Detail: e.Message, TraceID: e.RequestID}
+	if status == http.StatusBadRequest {
+		p.Type = typeBadRequest
+	}
+	if e.Field != "" && status < 500 {
+		p.Errors = map[string][]string{e.Field: {e.Message}}
+	}
+	return c.JSON(status, p)
+}

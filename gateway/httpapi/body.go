@@ -28,6 +28,17 @@ type Route struct {
 	// been read; reason is the overload error (code unavailable). It must
 	// be cheap: the server is overloaded.
 	Shed func(c *echo.Context, reason error) error
+	// Render, when set, writes the errors of these routes that the server
+	// raises rather than their handlers (a body too large or cut short,
+	// headers too large, an overload 503 when Shed is not set, a panic) in
+	// the routes' own error document, e.g. the Carbon Aware SDK's; it gets
+	// the status and the error as the server's document would carry it.
+	Render func(c *echo.Context, status int, e ErrorInfo) error
+}
+
+// ErrorInfo is an error as the server's error document carries it.
+type ErrorInfo struct {
+	Code, Field, Message, RequestID string
 }
 
 // FreeBodyBytes is the part of each request body read without drawing

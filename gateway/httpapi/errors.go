@@ -85,7 +85,13 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	if status >= 500 && c.Get(keyShed) == nil && (he == nil || !he.probe) { // shed requests are counted, not logged
 		s.log.Error("request failed", "request_id", id, "status", status, "error", err.Error())
 	}
-	if err := writeJSON(c, status, errorBody{Error: body, RequestID: id}); err != nil {
+	write := func() error { return writeJSON(c, status, errorBody{Error: body, RequestID: id}) }
+	if rt := s.route(c.Path()); rt.Render != nil && c.Path() != "" {
+		write = func() error {
+			return rt.Render(c, status, ErrorInfo{Code: body.Code, Field: body.Field, Message: body.Message, RequestID: id})
+		}
+	}
+	if err := write(); err != nil {
 		c.Set(keyWriteError, err) // the access log says the answer was not delivered
 	}
 }

@@ -67,3 +67,36 @@ func TestHoldDrawsOnTheBodyBudget(t *testing.T) {
 		t.Fatalf("metrics lack the answers shed count:\n%s", metrics)
 	}
 }
+
+// TestRouteRender: the errors the server raises for a route with Render
+// (a body too large, headers too large) are written by it;
+// other routes keep the server's document.
+func TestRouteRender(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServerWith(t, func(c *Config) {
+		c.Routes = []Route{{Prefix: "/sdk/", Render: func(c *echo.Context, status int, e ErrorInfo) error {
+			return c.JSON(status, map[string]any{"sdk": true, "status": status, "detail": e.Message, "trace": e.RequestID})
+		}}}
+		c.Mount = func(e *echo.Echo) {
+			e.POST("/sdk/x", func(c *echo.Context) error { return c.String(http.StatusOK, "ok") })
+		}
+	})
+	big := strings.Repeat("x", MaxHeaderBytes)
+	for _, tt := range []struct {
+		name, path string
+		body       []byte
+		hdr        []string
+		status     int
+		sdk        bool
+	}{
+		{"body too large", "/sdk/x", []byte(strings.Repeat(" ", MaxBodyBytes+1)), nil, http.StatusRequestEntityTooLarge, true},
+		{"headers too large", "/sdk/x", []byte("{}"), []string{"X-Big", big}, http.StatusRequestHeaderFieldsTooLarge, true},
+		{"headers too large elsewhere", "/v1/schedule", []byte("{}"), []string{"X-Big", big}, http.StatusRequestHeaderFieldsTooLarge, false},
+		{"served", "/sdk/x", []byte("{}"), nil, http.StatusOK, false},
+	} {
+		resp, body := do(t, "POST", ts.URL+tt.path, "application/json", tt.body, tt.hdr...)
+		if resp.StatusCode != tt.status || strings.Contains(string(body), `"sdk":true`) != tt.sdk {
+			t.Errorf("%s: %d %s, want %d (rendered by the route: %v)", tt.name, resp.StatusCode, body, tt.status, tt.sdk)
+		}
+	}
+}

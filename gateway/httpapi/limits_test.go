@@ -151,9 +151,10 @@ func TestHeaderLimits(t *testing.T) {
 		status int
 	}{
 		{"small", "X-Note: hello", 200},
-		{"half the limit", "X-Note: " + strings.Repeat("a", srv.MaxHeaderBytes/2), 200},
-		{"over the limit", "X-Note: " + strings.Repeat("a", srv.MaxHeaderBytes+8<<10), 431},
-		{"many headers over the limit", strings.Repeat("X-Note: "+strings.Repeat("a", 1000)+"\r\n", srv.MaxHeaderBytes/1000+8) + "X-End: 1", 431},
+		{"half the limit", "X-Note: " + strings.Repeat("a", MaxHeaderBytes/2), 200},
+		{"just over the limit", "X-Note: " + strings.Repeat("a", MaxHeaderBytes), 431},
+		{"over net/http's limit", "X-Note: " + strings.Repeat("a", srv.MaxHeaderBytes+8<<10), 431},
+		{"many headers over the limit", strings.Repeat("X-Note: "+strings.Repeat("a", 1000)+"\r\n", MaxHeaderBytes/1000+8) + "X-End: 1", 431},
 		{"long request id", "X-Request-Id: " + strings.Repeat("r", 129), 200},
 	}
 	for _, tt := range tests {
@@ -168,7 +169,7 @@ func TestHeaderLimits(t *testing.T) {
 			}
 		})
 	}
-	if srv.MaxHeaderBytes != 64<<10 || srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 {
+	if MaxHeaderBytes != 64<<10 || srv.MaxHeaderBytes != 2*MaxHeaderBytes || srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 {
 		t.Fatalf("server limits: %d bytes of headers, %v header timeout, %v read timeout", srv.MaxHeaderBytes, srv.ReadHeaderTimeout, srv.ReadTimeout)
 	}
 }

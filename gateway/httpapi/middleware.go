@@ -66,6 +66,12 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 					err = fmt.Errorf("panic: %v", p)
 				}
 			}()
+			if n := headerBytes(req); n > MaxHeaderBytes {
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				err = &httpError{status: http.StatusRequestHeaderFieldsTooLarge, code: "too_large",
+					message: fmt.Sprintf("the request line and headers are %d bytes, more than %d", n, MaxHeaderBytes)}
+				return
+			}
 			err = next(c)
 		}()
 		if err != nil {
@@ -92,6 +98,18 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// headerBytes is about what the request line and headers of r took on
+// the wire.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n + len(r.Host) + 8
 }
 
 // validID accepts client request ids of 1 to 128 visible ASCII characters.

@@ -34,7 +34,12 @@ func OpenAPI() []byte { return bytes.Clone(openAPI) }
 
 // Limits and defaults.
 const (
-	MaxBodyBytes          = 64 << 10
+	MaxBodyBytes = 64 << 10
+	// MaxHeaderBytes bounds a request's line and headers: beyond, 431 in
+	// the route's error document. net/http refuses (with a 431 of its own)
+	// only beyond twice as many, so that routes with their own error
+	// document (the Carbon Aware SDK's) answer in it.
+	MaxHeaderBytes        = 64 << 10
 	DefaultRequestTimeout = 4 * time.Second // under OPA http.send's 5 s default
 	HeaderRequestID       = "X-Request-Id"
 )
@@ -257,7 +262,7 @@ func (s *Server) HTTPServer() *http.Server {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      s.cfg.RequestTimeout + 5*time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    2 * MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
