@@ -14,6 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 )
 
@@ -78,6 +79,9 @@ func DecodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 		}
 		return nil, &forecast.Error{Code: forecast.EINVALID, Field: "body", Err: err,
 			Message: "malformed AdmissionReview: the body is not a JSON object of that shape"}
+	}
+	if err := strictjson.Check(body); err != nil {
+		return nil, err
 	}
 	gv := admissionv1.SchemeGroupVersion.String()
 	switch {

@@ -150,6 +150,7 @@ func TestRouteMalformed(t *testing.T) {
 		{"wrong kind", "application/json", strings.Replace(validReview, `"kind":"AdmissionReview"`, `"kind":"Review"`, 1), 400, "kind"},
 		{"no request", "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, "no request"},
 		{"no uid", "application/json", strings.Replace(validReview, `"uid":"705ab4f5-6393-11e8-b7cc-42010a800002",`, "", 1), 400, "no uid"},
+		{"uid given twice", "application/json", strings.Replace(validReview, `"uid":"705ab4f5-6393-11e8-b7cc-42010a800002",`, `"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","uid":"other",`, 1), 400, `"request.uid" is given twice`},
 		{"not JSON content", "text/plain", validReview, 415, "application/json"},
 		{"too large", "application/json", strings.Replace(validReview, `"jobs"`, `"`+strings.Repeat("j", 70<<10)+`"`, 1), 413, "larger than"},
 	}

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 )
@@ -600,13 +602,20 @@ func decodeBatch[T any](c *echo.Context, max int) ([]T, error) {
 				Detail: "Content-Type must be application/json, text/json or application/*+json"}
 		}
 	}
+	body, err := io.ReadAll(req.Body) // read whole, within its limit, by the server
+	if err != nil {
+		return nil, invalid("body", "the body could not be read: %v", err)
+	}
 	var items []json.RawMessage
-	dec := json.NewDecoder(req.Body)
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&items); err != nil || items == nil {
 		return nil, invalid("body", "a non-empty JSON array of requests is required")
 	}
 	if dec.More() {
 		return nil, invalid("body", "the body holds more than one JSON value")
+	}
+	if p, dup := strictjson.Duplicate(body); dup {
+		return nil, invalid(p, "%s is given twice in one request: give each member once", p)
 	}
 	if len(items) == 0 {
 		return nil, invalid("body", "the array of requests is empty")

@@ -374,6 +374,8 @@ func TestBadInputNamesTheParameter(t *testing.T) {
 		{url: "/casdk/emissions/average-carbon-intensity/batch", body: `{}`, param: "body"},
 		{url: "/casdk/emissions/average-carbon-intensity/batch", body: `[]`, param: "body"},
 		{url: "/casdk/emissions/average-carbon-intensity/batch", body: `[1]`, param: "[0]"},
+		{url: "/casdk/emissions/average-carbon-intensity/batch", body: `[{"location":"DE","startTime":"2022-05-01","endTime":"2022-05-02"},{"location":"DE","startTime":"2022-05-01","endTime":"2022-05-02","location":"IE"}]`, param: "[1].location"},
+		{url: "/casdk/emissions/forecasts/batch", body: `[{"location":"DE","requestedAt":"2022-06-01T12:00:00Z","requestedAt":"2022-06-02T12:00:00Z"}]`, param: "[0].requestedAt"},
 		{url: "/casdk/emissions/forecasts/batch", body: `[{"location":"DE","requestedAt":"2022-06-01T12:00:00Z","windowSize":-1}]`, param: "[0].windowSize"},
 		{url: "/casdk/emissions/forecasts/batch", body: `[{"location":"nowhere","requestedAt":"2022-06-01T12:00:00Z"}]`, param: "[0].location"},
 	} {

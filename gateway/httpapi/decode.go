@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/gateway"
 )
 
@@ -65,6 +66,9 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 			return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "request body must be a JSON object")
 		}
 		if err := exactNames(body); err != nil {
+			return gateway.Request{}, err
+		}
+		if err := strictjson.Check(body); err != nil {
 			return gateway.Request{}, err
 		}
 	}

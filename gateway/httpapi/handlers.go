@@ -60,9 +60,9 @@ func (s *Server) schedule(c *echo.Context) error {
 }
 
 func (s *Server) forecast(c *echo.Context) error {
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	q, err := singleQuery(c)
 	if err != nil {
-		return forecast.FieldErrorf(forecast.EINVALID, "query", "malformed query string: %s", forecast.Clip(err.Error(), 80))
+		return err
 	}
 	zs := q.Get("zone")
 	if zs == "" {
@@ -141,4 +141,21 @@ func (s *Server) saturated() string {
 
 func (s *Server) openapi(c *echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.openapiDoc)
+}
+
+// singleQuery parses the query string of a route whose parameters each
+// take one value: malformed, or a parameter given twice, is EINVALID
+// naming it (rather than the first value winning).
+func singleQuery(c *echo.Context) (url.Values, error) {
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "query", "malformed query string: %s", forecast.Clip(err.Error(), 80))
+	}
+	for name, vs := range q {
+		if len(vs) > 1 {
+			name = forecast.Clip(name, 64)
+			return nil, forecast.FieldErrorf(forecast.EINVALID, name, "query parameter %s is given %d times: give it once", name, len(vs))
+		}
+	}
+	return q, nil
 }

@@ -61,9 +61,9 @@ func instanceOf(c instances.Candidate) instanceJSON {
 // provider that fits min_cpu and min_ram with the least estimated power
 // (forecast/instances), and the runners-up.
 func (s *Server) instanceTypes(c *echo.Context) error {
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	q, err := singleQuery(c)
 	if err != nil {
-		return forecast.FieldErrorf(forecast.EINVALID, "query", "malformed query string: %s", forecast.Clip(err.Error(), 80))
+		return err
 	}
 	provider := strings.ToLower(strings.TrimSpace(q.Get("provider")))
 	if provider == "" {

@@ -394,3 +394,21 @@ func validate(s spec, schema map[string]any, v any, at string) error {
 	}
 	return nil
 }
+
+// TestQueryParameterGivenTwice: the single-valued query parameters of
+// /v1/forecast and /v1/instance-types given twice are 400 naming them,
+// not the first value.
+func TestQueryParameterGivenTwice(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	for url, field := range map[string]string{
+		"/v1/forecast?zone=DE&zone=SE":                         "zone",
+		"/v1/forecast?zone=DE&signal=direct&signal=marginal":   "signal",
+		"/v1/instance-types?provider=aws&min_cpu=2&min_cpu=64": "min_cpu",
+	} {
+		resp, body := do(t, "GET", ts.URL+url, "", nil)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"field":"`+field+`"`) {
+			t.Errorf("%s: %d %s, want 400 naming %s", url, resp.StatusCode, body, field)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -68,6 +69,9 @@ func decodeJSON(body []byte, dst any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid("", "malformed request body: data after the JSON object")
+	}
+	if p, dup := strictjson.Duplicate(body); dup {
+		return invalid(p, "parameter '%s' is given twice: give it once", p)
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ func TestErrors(t *testing.T) {
 		{note: "bad version", method: "GET", path: "/model-versions/get?name=m&version=abc", status: 400, code: "INVALID_PARAMETER_VALUE", message: "not a version number"},
 		{note: "version as a number", method: "PATCH", path: "/model-versions/update", body: `{"name": "m", "version": 1}`, status: 400, code: "INVALID_PARAMETER_VALUE", message: "parameter 'version': expected string, got number"},
 		{note: "unknown field", method: "POST", path: "/registered-models/create", body: `{"name": "x", "descripton": "typo"}`, status: 400, code: "INVALID_PARAMETER_VALUE", message: "unknown parameter 'descripton'"},
+		{note: "field given twice", method: "POST", path: "/registered-models/create", body: `{"name": "x", "description": "a", "name": "y"}`, status: 400, code: "INVALID_PARAMETER_VALUE", message: "parameter 'name' is given twice"},
 		{note: "unknown tag field", method: "POST", path: "/registered-models/create", body: `{"name": "x", "tags": [{"key": "k", "val": "v"}]}`, status: 400, code: "INVALID_PARAMETER_VALUE", message: "'val'"},
 		{note: "malformed JSON", method: "POST", path: "/registered-models/create", body: `{"name": `, status: 400, code: "INVALID_PARAMETER_VALUE", message: "malformed request body"},
 		{note: "trailing data", method: "POST", path: "/registered-models/create", body: `{"name": "x"} {}`, status: 400, code: "INVALID_PARAMETER_VALUE", message: "after the JSON object"},
