@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -10,12 +11,43 @@ import (
 )
 
 // Bounds of a job's power figures: beyond them a figure is a mistake
-// (a megawatt is a rack room, not a job).
+// (a megawatt is a rack room, not a job; a tenth of a vCPU idle draws
+// about 70 mW, so less than 10 mW is no job either).
 const (
+	MinPowerWatts = 0.01
 	MaxPowerWatts = 1e6
 	MaxVCPUs      = 1 << 16
 	MaxMemoryGiB  = 1 << 20
 )
+
+// CheckPowerWatts is the one rule on a job's power in watts: within
+// MinPowerWatts..MaxPowerWatts; else EINVALID naming field.
+func CheckPowerWatts(w float64, field string) error {
+	if !(w >= MinPowerWatts && w <= MaxPowerWatts) {
+		return forecast.FieldErrorf(forecast.EINVALID, field, "%s must be within %g..%g watts, got %g", field, MinPowerWatts, MaxPowerWatts, w)
+	}
+	return nil
+}
+
+// CheckUtilization is the one rule on a CPU utilisation, wherever it is
+// given (a scheduling request, GET /v1/instance-types): a fraction in
+// (0, 1] (a job uses some CPU; 50 is a mistaken percentage); else
+// EINVALID naming field.
+func CheckUtilization(u float64, field string) error {
+	if !(u > 0 && u <= 1) {
+		return forecast.FieldErrorf(forecast.EINVALID, field, "%s must be a fraction in (0, 1], not a percentage, got %g", field, u)
+	}
+	return nil
+}
+
+// CheckVCPUs is the one rule on a count of vCPUs: a whole number from 1
+// to MaxVCPUs; else EINVALID naming field.
+func CheckVCPUs(v float64, field string) error {
+	if !(v >= 1 && v <= MaxVCPUs) || v != math.Trunc(v) {
+		return forecast.FieldErrorf(forecast.EINVALID, field, "%s must be a whole number of vCPUs from 1 to %d, got %g", field, MaxVCPUs, v)
+	}
+	return nil
+}
 
 // Power is a job's estimated average electrical power, from which
 // Schedule computes the energy and emissions of every window.
@@ -94,8 +126,8 @@ func parsePower(t RequestText, locs []Location) (*Power, error) {
 		return nil, nil
 	case "power_watts":
 		w := *t.PowerWatts
-		if !(w > 0 && w <= MaxPowerWatts) {
-			return nil, forecast.FieldErrorf(forecast.EINVALID, "power_watts", "power_watts must be more than 0 and at most %g watts, got %g", MaxPowerWatts, w)
+		if err := CheckPowerWatts(w, "power_watts"); err != nil {
+			return nil, err
 		}
 		return &Power{Watts: w, Source: source}, nil
 	}
@@ -106,8 +138,8 @@ func parsePower(t RequestText, locs []Location) (*Power, error) {
 	u := cat.Coefficients().CPUUtilization
 	if t.Utilization != nil {
 		u = *t.Utilization
-		if !(u >= 0 && u <= 1) {
-			return nil, forecast.FieldErrorf(forecast.EINVALID, "utilization", "utilization must be within 0..1 (a fraction, not a percentage), got %g", u)
+		if err := CheckUtilization(u, "utilization"); err != nil {
+			return nil, err
 		}
 	}
 	p := &Power{Source: source, Provider: cat.Provider(), Utilization: u}
@@ -130,8 +162,8 @@ func parsePower(t RequestText, locs []Location) (*Power, error) {
 		return nil, forecast.FieldErrorf(forecast.EINVALID, "vcpus", "memory_gib needs vcpus")
 	}
 	v, m := *t.VCPUs, 0.0
-	if !(v > 0 && v <= MaxVCPUs) {
-		return nil, forecast.FieldErrorf(forecast.EINVALID, "vcpus", "vcpus must be more than 0 and at most %d, got %g", MaxVCPUs, v)
+	if err := CheckVCPUs(v, "vcpus"); err != nil {
+		return nil, err
 	}
 	if t.MemoryGiB != nil {
 		m = *t.MemoryGiB

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/instances"
+	"github.com/carbongate/carbongate/gateway"
 )
 
 // maxAlternatives bounds the runners-up an instance-type answer lists.
@@ -122,8 +123,11 @@ func instanceRequest(q url.Values) (instances.Request, error) {
 	}
 	if v := q.Get("utilization"); v != "" {
 		u, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(u > 0 && u <= 1) {
+		if err != nil {
 			return req, forecast.FieldErrorf(forecast.EINVALID, "utilization", "utilization must be a number in (0, 1], got %q", forecast.Clip(v, 32))
+		}
+		if err := gateway.CheckUtilization(u, "utilization"); err != nil {
+			return req, err
 		}
 		req.Utilization = u
 	}
