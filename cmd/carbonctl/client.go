@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/cmd/internal/cli"
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
 )
 
 // DefaultURL is the carbongate the client commands ask unless told
@@ -100,9 +103,9 @@ func (c *clientFlags) call(ctx context.Context, method, path string, body []byte
 			if e.Error.Field != "" {
 				field = " for " + e.Error.Field
 			}
-			return nil, fmt.Errorf("carbongate answered %d%s: %s", resp.StatusCode, field, e.Error.Message)
+			return nil, fmt.Errorf("carbongate answered %d%s: %s", resp.StatusCode, safe(field), safe(e.Error.Message))
 		}
-		return nil, fmt.Errorf("carbongate answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("carbongate answered %d: %s", resp.StatusCode, safe(strings.TrimSpace(string(b))))
 	}
 	return b, nil
 }
@@ -192,6 +195,9 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *duration == "" {
 		return usagef("--duration is required")
 	}
+	if err := checkSchedule(fs, *duration); err != nil {
+		return err
+	}
 	if *zones == "" && *locations == "" {
 		return usagef("give --zones, --locations or both")
 	}
@@ -239,6 +245,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := json.Unmarshal(b, &d); err != nil {
 		return fmt.Errorf("carbongate's answer is not a schedule: %w", err)
 	}
+	safeStrings(&d)
 	if c.output == "json" {
 		if _, err := stdout.Write(append(bytes.TrimSpace(b), '\n')); err != nil {
 			return err
@@ -305,6 +312,49 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
+// checkSchedule applies, before anything is sent, the gateway's own rules
+// to the flags of schedule it can check alone; a bad value is a usage
+// error (exit 2) naming the flag. A flag's value NaN, which cannot be told
+// from absent by its value, is refused when the flag is given.
+func checkSchedule(fs *cli.FlagSet, duration string) error {
+	if d, err := gateway.ParseDuration(duration); err != nil || d <= 0 {
+		msg := "must be positive"
+		if err != nil {
+			msg = forecast.ErrorMessage(err)
+		}
+		return usagef("--duration %q: %s", duration, msg)
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		v, isFloat := g.Get().(float64)
+		if !ok || !isFloat || err != nil {
+			return
+		}
+		var e error
+		switch f.Name {
+		case "power-watts":
+			e = gateway.CheckPowerWatts(v, "--power-watts")
+		case "vcpus":
+			e = gateway.CheckVCPUs(v, "--vcpus")
+		case "utilization":
+			e = gateway.CheckUtilization(v, "--utilization")
+		case "memory-gib":
+			if !(v >= 0 && v <= gateway.MaxMemoryGiB) {
+				e = forecast.Errorf(forecast.EINVALID, "--memory-gib must be within 0..%d, got %g", gateway.MaxMemoryGiB, v)
+			}
+		case "run-now-below":
+			if !(v >= 0 && v <= 100) {
+				e = forecast.Errorf(forecast.EINVALID, "--run-now-below is a percentage within 0..100, got %g", v)
+			}
+		}
+		if e != nil {
+			err = usagef("%s", forecast.ErrorMessage(e))
+		}
+	})
+	return err
+}
+
 // runForecast prints carbongate's GET /v1/forecast of a zone.
 func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("forecast", stdout)
@@ -325,10 +375,6 @@ func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if c.output == "json" {
-		_, err := stdout.Write(append(bytes.TrimSpace(b), '\n'))
-		return err
-	}
 	var f struct {
 		Zone       string    `json:"zone"`
 		Signal     string    `json:"signal"`
@@ -346,6 +392,14 @@ func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("carbongate's answer is not a forecast: %w", err)
 	}
+	if len(f.Values) == 0 {
+		return fmt.Errorf("carbongate's forecast of %s has no values", *zone)
+	}
+	if c.output == "json" {
+		_, err := stdout.Write(append(bytes.TrimSpace(b), '\n'))
+		return err
+	}
+	safeStrings(&f)
 	p := f.Provenance
 	fmt.Fprintf(stdout, "%s %s forecast, first hour %s, source %s (model %s)\n", f.Zone, f.Signal, f.Start.Format(time.RFC3339), p.Source, strings.TrimSpace(p.Model+" "+p.Version))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -63,8 +63,14 @@ func TestScheduleCommandGrams(t *testing.T) {
 	if code != 0 || strings.Contains(out, "CO2e g") || strings.Contains(out, "g CO2e") || strings.Contains(out, "job power") {
 		t.Fatalf("without power: exit %d, %s%s; want no grams", code, out, errs)
 	}
+	// A power the gateway refuses is refused before it is sent (exit 2);
+	// one the gateway refuses for reasons of its own is its 400 (exit 1).
 	code, _, errs = runCtl(t, append(args[:len(args):len(args)], "--power-watts", "-5")...)
-	if code != 1 || !strings.Contains(errs, "for power_watts:") {
-		t.Fatalf("negative power: exit %d, %s; want 1 naming power_watts", code, errs)
+	if code != 2 || !strings.Contains(errs, "--power-watts must be") {
+		t.Fatalf("negative power: exit %d, %s; want 2 naming --power-watts", code, errs)
+	}
+	code, _, errs = runCtl(t, append(args[:len(args):len(args)], "--power-watts", "5", "--utilization", "0.5")...)
+	if code != 1 || !strings.Contains(errs, "for utilization:") {
+		t.Fatalf("power with utilization: exit %d, %s; want 1 naming utilization", code, errs)
 	}
 }
