@@ -2,7 +2,8 @@
 // loopback and attacks them, each attack bounded in time and in
 // connections: slow headers, slow bodies, idle connections, a keep-alive
 // flood, oversized, truncated and malformed bodies (JSON, AdmissionReview,
-// OIP over REST and gRPC). While each attack runs a well-behaved client
+// OIP over REST and gRPC), queries of the Carbon Aware SDK API that name
+// the most work a URL can. While each attack runs a well-behaved client
 // sends valid requests; an attack fails when that client sees a single
 // failure, when its p99 exceeds maxSlowdown × the unloaded p99 of the same
 // run, when the attacked process's memory grows beyond maxRSSGrowth, or
