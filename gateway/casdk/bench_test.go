@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// BenchmarkByLocationsLargest is the largest answer a request may ask
-// for by default: 8 locations × a year (70,080 hourly values, 6 MB), and
-// the attack of a location given 100 times over a year, now answered
-// once.
+// BenchmarkByLocationsLargest is the most a request may ask for by
+// default, 8 locations × a year (70,080 hourly values; the test store
+// holds about 80 days of two zones), and the attack of a location given
+// 100 times over a year, now read and answered once.
 func BenchmarkByLocationsLargest(b *testing.B) {
 	e, _ := newCountingAPI(b, Config{})
 	year := "&time=2021-07-19T00:00:00Z&toTime=2022-07-19T00:00:00Z"

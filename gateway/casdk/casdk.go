@@ -64,8 +64,8 @@ const (
 	DefaultMaxHours     = 366 * 24 // observed hours one location may span
 	DefaultMaxLocations = 100      // locations of one request, items of one batch
 	// DefaultMaxPoints bounds the locations × hours of one request: 100
-	// locations over a month of 31 days, or 8 over a whole year (a 6 MB
-	// answer at most).
+	// locations over a month of 31 days, or 8 over a whole year (an answer of
+	// about 7 MB at most: 6.5 MB for 8 bundled zones over a year).
 	DefaultMaxPoints = DefaultMaxLocations * 31 * 24
 	DefaultLookback  = 7 * 24 * time.Hour
 )
