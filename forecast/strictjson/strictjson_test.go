@@ -56,6 +56,8 @@ func TestDuplicate(t *testing.T) {
 
 // FuzzDuplicate: never panics, and on valid JSON finds a repeat exactly
 // when decoding into a map loses a member.
+//
+// fuzz budget: 40000x (make fuzz; about 4 s on a quiet 2-core machine)
 func FuzzDuplicate(f *testing.F) {
 	for _, s := range []string{`{"a":1,"a":2}`, `[{"a":{"b":1}},{"b":2,"b":3}]`, `{"\u0061":1,"a":2}`, `"x"`, `{"a":"\"","b":[1,{"c":null}]}`} {
 		f.Add([]byte(s))
