@@ -1,0 +1,110 @@
+//go:build interop
+
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carbongate/carbongate/test/services"
+)
+
+const chartNS = "carbongate"
+
+// installChart installs deploy/helm/carbongate as shipped but for what a
+// cluster without a registry needs (the images loaded on the nodes:
+// pullPolicy Never) and what the test chooses: carbongate as the webhook
+// (TLS from a Secret, the API server's client certificate checked), the
+// controller on, a replay clock an hour a second. It waits until both
+// replicas are Ready and checks their security context is the chart's.
+func installChart(t *testing.T, c *Cluster) {
+	t.Helper()
+	start := time.Now()
+	helm := services.Tool(t, "HELM", "helm.sh")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kubectl := func(args ...string) {
+		t.Helper()
+		if out, err := c.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	kubectl("create", "namespace", chartNS)
+	dir := t.TempDir()
+	serving := newPKI(t, filepath.Join(dir, "pki"))
+	svc := "carbongate." + chartNS + ".svc"
+	cert, key := serving.issue(t, "webhook", svc, nil, nil, svc, svc+".cluster.local")
+	clientCA := serving.write(t, "client-ca.crt", c.WebhookCA.PEM)
+	kubectl("create", "secret", "tls", "carbongate-webhook-tls", "-n", chartNS, "--cert", cert, "--key", key)
+	kubectl("create", "secret", "generic", "carbongate-webhook-client-ca", "-n", chartNS, "--from-file=ca.crt="+clientCA)
+	values := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(values, []byte(fmt.Sprintf(`image: {pullPolicy: Never}
+gateway:
+  replicas: 2
+  extraArgs: ["--replay-speed=%d"]
+admission:
+  mode: carbongate
+  tls: {secretName: carbongate-webhook-tls, caBundle: %s}
+  clientCA: {secretName: carbongate-webhook-client-ca}
+controller: {enabled: true, clusterProvider: azure}
+`, replaySpeed, base64.StdEncoding.EncodeToString(serving.ca.PEM))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate")
+	cmd := exec.CommandContext(ctx, helm, "install", "carbongate", chart, "-n", chartNS, "-f", values,
+		"--wait", "--timeout", "5m", "--kubeconfig", c.Kubeconfig)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		pods, _ := c.Kubectl(ctx, "get", "pods,events", "-n", chartNS, "-o", "wide")
+		t.Fatalf("helm install: %v\n%s\n%s", err, out, pods)
+	}
+	pods, err := c.Kube.CoreV1().Pods(chartNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=carbongate,app.kubernetes.io/name=carbongate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready []string
+	for _, p := range pods.Items {
+		checkShippedSecurity(t, &p)
+		if podReady(&p) {
+			ready = append(ready, p.Name+"@"+p.Spec.NodeName)
+		}
+	}
+	if len(ready) < 2 {
+		t.Fatalf("%d carbongate pods Ready (%s), want 2", len(ready), strings.Join(ready, ", "))
+	}
+	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(ready, ", "), time.Since(start).Round(100*time.Millisecond))
+}
+
+// checkShippedSecurity checks a carbongate pod runs as the chart says:
+// non-root, read-only root file system, no privilege escalation.
+func checkShippedSecurity(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	for _, ctr := range p.Spec.Containers {
+		sc := ctr.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("pod %s container %s: security context %+v, want the chart's (non-root, read-only root FS, no escalation)", p.Name, ctr.Name, sc)
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
