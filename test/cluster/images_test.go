@@ -23,7 +23,7 @@ func projectImages(t *testing.T) (archives []string, names map[string]string) {
 	t.Helper()
 	start := time.Now()
 	podman := services.Tool(t, "CARBONGATE_PODMAN", "podman.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "deploy/container/build.sh")
 	cmd.Dir = services.RepoRoot(t)
@@ -41,7 +41,9 @@ func projectImages(t *testing.T) (archives []string, names map[string]string) {
 		cmdName, _, _ := strings.Cut(base, ":")
 		names[cmdName] = name
 		archive := filepath.Join(dir, cmdName+".oci.tar")
-		if b, err := exec.CommandContext(ctx, podman, "save", "--format", "oci-archive", "-o", archive, name).CombinedOutput(); err != nil {
+		save, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if b, err := exec.CommandContext(save, podman, "save", "--format", "oci-archive", "-o", archive, name).CombinedOutput(); err != nil {
 			t.Fatalf("podman save %s: %v\n%s", name, err, b)
 		}
 		archives = append(archives, archive)

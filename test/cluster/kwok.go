@@ -16,6 +16,11 @@ import (
 // kwokLabel marks the nodes kwok plays (and no others).
 const kwokLabel = "carbongate.io/test-node"
 
+// KwokToleration lets a pod onto a kwok node: they are tainted so that
+// only the pods a test means for them (whose containers kwok only plays)
+// go there.
+var KwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+
 var metavGet = metav1.GetOptions{}
 
 // startKwok creates one fake node per region and starts kwok to play them
@@ -28,7 +33,8 @@ func (c *Cluster) startKwok(regions []string) []string {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
 			Labels: map[string]string{kwokLabel: "kwok", RegionLabel: r, "kubernetes.io/hostname": name,
-				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "type": "kwok"}}}
+				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "type": "kwok"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: KwokToleration.Key, Value: KwokToleration.Value, Effect: KwokToleration.Effect}}}}
 		if _, err := c.Kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 			c.tb.Fatalf("cluster: kwok node %s: %v", name, err)
 		}

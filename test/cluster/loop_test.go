@@ -116,7 +116,8 @@ func runHeldJob(t *testing.T, c *Cluster, ns, name, pin, image string, nodes []s
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 		hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "250"}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "work", Image: image, Args: []string{"--version"}, ImagePullPolicy: corev1.PullNever}}}}}}
+			Tolerations: []corev1.Toleration{KwokToleration},
+			Containers:  []corev1.Container{{Name: "work", Image: image, Args: []string{"--version"}, ImagePullPolicy: corev1.PullNever}}}}}}
 	if pin != "" {
 		j.Spec.Template.Spec.NodeSelector = map[string]string{RegionLabel: pin}
 	}
