@@ -101,13 +101,19 @@ down() {
 }
 
 print_lines() {
+  local path_line=""
+  if ! kubectl_recent && [ -n "${KUBE_ASSETS:-}" ]; then
+    path_line="  # no kubectl of 1.32 or later on this PATH: use the one test/setup/kube.sh built
+  export PATH=$(cd "$KUBE_ASSETS" && pwd):\$PATH
+"
+  fi
   cat <<EOF
 
 A Kubernetes API server with carbongate as its admission webhook and controller is up (state,
 logs and certificates in $state; the replay clock runs ${REPLAY_SPEED:-360} times as fast as the
 wall). Point kubectl at it and create a VmTemplate:
 
-  export KUBECONFIG=$state/kubeconfig
+${path_line}  export KUBECONFIG=$state/kubeconfig
   kubectl apply -f $example
   kubectl get vmtemplates -n jobs
   kubectl get vmtemplate batch-1 -n jobs -o yaml
@@ -199,6 +205,15 @@ certificates() {
   )
 }
 
+# kubectl_recent: is the kubectl on PATH one of 1.32 or later (what the
+# server-side dry runs and waits below need)?
+kubectl_recent() {
+  local minor
+  command -v kubectl >/dev/null || return 1
+  minor="$(kubectl version --client -o json 2>/dev/null | sed -n 's/^ *"minor": "\([0-9]*\).*/\1/p' | head -1)"
+  [ -n "$minor" ] && [ "$minor" -ge 32 ]
+}
+
 up() {
   local t0=$SECONDS
   if running; then
@@ -216,7 +231,12 @@ up() {
     [ -n "${!v:-}" ] || die "$v is not set (run it through make kube-up)"
   done
   command -v openssl >/dev/null || die "openssl is needed for the certificates"
-  command -v kubectl >/dev/null || die "kubectl is needed (v1.32 or later)"
+  if ! kubectl_recent; then
+    # The kubectl that test/setup/kube.sh builds beside kube-apiserver.
+    [ -x "$KUBE_ASSETS/kubectl" ] || die "no kubectl 1.32 or later on PATH nor in $KUBE_ASSETS"
+    PATH="$(cd "$KUBE_ASSETS" && pwd):$PATH"
+    log "using the kubectl built by test/setup/kube.sh (none of 1.32 or later on PATH)"
+  fi
   local bin assets models
   bin="$(cd "$KUBE_BIN" && pwd)"
   assets="$(cd "$KUBE_ASSETS" && pwd)"

@@ -35,10 +35,13 @@ var kubeUpProcs = []string{"etcd", "kube-apiserver", "carbongate"}
 // start of make kube-up to the scheduled object (warm goal: under 30 s).
 // A second make kube-up must say it is up and print the same lines; make
 // kube-down must stop every process it started and remove the state, and
-// a second make kube-down must do nothing.
+// a second make kube-down must do nothing. The machine's kubectl is hidden
+// behind one that says it is 1.20, as on a machine with an old kubectl or
+// none: make kube-up must use the one test/setup/kube.sh builds.
 func TestKubeUp(t *testing.T) {
 	root := services.RepoRoot(t)
 	state := filepath.Join(t.TempDir(), "kube")
+	oldKubectl(t)
 	t.Cleanup(func() {
 		if _, err := os.Stat(state); err == nil {
 			out, err := makeTarget(root, state, "kube-down")
@@ -54,7 +57,16 @@ func TestKubeUp(t *testing.T) {
 		t.Fatalf("make kube-up: %v\n%s%s", err, out, stateLogs(state))
 	}
 	up := time.Since(start)
+	if !strings.Contains(string(out), "using the kubectl built by test/setup/kube.sh") {
+		t.Errorf("make kube-up did not say it used the kubectl kube.sh builds, with only a 1.20 on PATH:\n%s", out)
+	}
 	kubeconfig, applies := followLines(t, out)
+	// As a user would: the PATH line it prints for the kubectl it built.
+	prefix, ok := printedPath(out)
+	if !ok {
+		t.Fatalf("make kube-up printed no export PATH= line for its kubectl, with only a 1.20 on PATH:\n%s", out)
+	}
+	t.Setenv("PATH", prefix+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if got, want := kubeconfig, filepath.Join(state, "kubeconfig"); got != want {
 		t.Fatalf("export KUBECONFIG=%s, want %s", got, want)
 	}
@@ -124,6 +136,21 @@ func TestKubeUp(t *testing.T) {
 // makeTarget runs make target in root with KUBE_DIR=state and returns its
 // combined output. make's own variables from an enclosing make (make test)
 // are dropped: they name a jobserver this make cannot reach.
+// oldKubectl puts first on the PATH of make's commands (t.Setenv: the test
+// must not be parallel) a kubectl that reports client version 1.20 and
+// refuses everything else.
+func oldKubectl(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	shim := "#!/bin/sh\nif [ \"$1 $2 $3 $4\" = \"version --client -o json\" ]; then\n" +
+		"  printf '{\\n  \"clientVersion\": {\\n    \"major\": \"1\",\\n    \"minor\": \"20\"\\n  }\\n}\\n'; exit 0\nfi\n" +
+		"echo \"kubectl 1.20 stand-in: $*\" >&2; exit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
 func makeTarget(root, state, target string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -201,6 +228,16 @@ func checkHeldJob(t *testing.T, root, kubeconfig string, apply []string, state s
 
 // followLines finds the lines make kube-up tells the user to run: the
 // KUBECONFIG path and the arguments of each kubectl apply.
+// printedPath is the directory of make kube-up's "export PATH=DIR:$PATH" line.
+func printedPath(out []byte) (string, bool) {
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export PATH="); ok {
+			return strings.TrimSuffix(v, ":$PATH"), true
+		}
+	}
+	return "", false
+}
+
 func followLines(t *testing.T, out []byte) (kubeconfig string, applies [][]string) {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(out))

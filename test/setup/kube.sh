@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# kube.sh — make sure a kube-apiserver and an etcd at pinned versions are
-# built and print the directory holding both on stdout (logs go to stderr).
+# kube.sh — make sure a kube-apiserver, a kubectl and an etcd at pinned
+# versions are built and print the directory holding them on stdout (logs go
+# to stderr).
 # That directory is what envtest reads from KUBEBUILDER_ASSETS.
 #
 # Both come from the small tools module in test/setup/kube/ (not the product's
@@ -23,17 +24,19 @@ k8s_version="$(tools_module_version "$mod" k8s.io/kubernetes)"
 key="$(tools_module_key "$mod")"
 dir="$cache_root/kube-$key"
 
-built() { [ -f "$dir/.carbongate-built" ]; }
+built() { [ -f "$dir/.carbongate-built" ] && [ -x "$dir/kubectl" ]; }
 
 build() {
   local out="$1/kube-$key" minor v ldflags got
-  echo "kube.sh: building kube-apiserver $k8s_version and etcd (several minutes, once)"
+  echo "kube.sh: building kube-apiserver $k8s_version, kubectl and etcd (several minutes, once)"
   minor="${k8s_version#v1.}"
   minor="${minor%%.*}"
   v=k8s.io/component-base/version
   ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
   tools_build "$mod" "-s -w" "$out/etcd" ./etcd
   tools_build "$mod" "$ldflags" "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+  # make kube-up's kubectl where the machine has none of 1.32 or later.
+  tools_build "$mod" "$ldflags" "$out/kubectl" k8s.io/kubernetes/cmd/kubectl
   got="$("$out/kube-apiserver" --version)"
   [ "$got" = "Kubernetes $k8s_version" ] || { echo "kube.sh: kube-apiserver reports '$got'"; exit 1; }
   "$out/etcd" --version
