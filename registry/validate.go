@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/models"
 )
 
 // Limits from MLflow's schema (VARCHAR sizes) and validation.
@@ -180,22 +179,10 @@ func ParseVersion(field, s string) (int64, error) {
 	return v, nil
 }
 
-// Conventions of carbongate's registry use.
-const (
-	// ChampionAlias is the alias that serves.
-	ChampionAlias = "champion"
-	// ModelPrefix + zone (or "generic") is a registered model's name: the
-	// models' own naming (models.NamePrefix), not a second copy of it.
-	ModelPrefix = models.NamePrefix
-)
-
-// ModelName is the registered model name for zone ("" means generic).
-func ModelName(zone string) string {
-	if zone == "" {
-		return ModelPrefix + "generic"
-	}
-	return ModelPrefix + zone
-}
+// ChampionAlias is the alias that serves, a convention of carbongate's
+// registry use. Registered models are named by models.ZoneModelName and
+// models.GenericName.
+const ChampionAlias = "champion"
 
 // ValidateStatus returns the status a new version is created with: status,
 // or StatusReady when empty; EINVALID for anything but the three version

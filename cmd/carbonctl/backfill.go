@@ -15,6 +15,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/dataset"
 	"github.com/carbongate/carbongate/forecast/store"
 	storeconnect "github.com/carbongate/carbongate/forecast/store/connect"
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/backfill"
 	"github.com/carbongate/carbongate/models/backfill/progress"
 	"github.com/carbongate/carbongate/registry"
@@ -55,7 +56,7 @@ func (o *backfillOpts) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.to, "to", "", "last issue time, inclusive: like --from (required)")
 	fs.DurationVar(&o.every, "every", 24*time.Hour, "time between issue times, whole hours")
 	fs.DurationVar(&o.horizon, "horizon", 96*time.Hour, "hours forecast at each issue time")
-	fs.StringVar(&o.model, "model", "models:/carbon-forecaster-{zone}@champion", "registered model `URI` ({zone} is replaced by each zone); with --endpoint, names the OIP model")
+	fs.StringVar(&o.model, "model", "models:/"+models.NamePrefix+"{zone}@champion", "registered model `URI` ({zone} is replaced by each zone); with --endpoint, names the OIP model")
 	fs.StringVar(&o.models, "models", "", "models `dir` written by carbonctl train, run in process (instead of the registry)")
 	fs.StringVar(&o.endpoint, "endpoint", "", "OIP server `URL` to call instead of loading models: http(s)://host:port (REST) or grpc://host:port; {zone} allowed")
 	fs.StringVar(&o.registry, "registry", "", "model registry of --model: postgres://, crate://, http(s):// or a file (default $CARBONGATE_REGISTRY, then $MLFLOW_TRACKING_URI; token from $MLFLOW_TRACKING_TOKEN)")

@@ -13,6 +13,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	storeconnect "github.com/carbongate/carbongate/forecast/store/connect"
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/decisions"
 	"github.com/carbongate/carbongate/models/evaluate"
 	"github.com/carbongate/carbongate/registry"
@@ -139,10 +140,10 @@ func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, o
 }
 
 func promoteModelName(zone string) string {
-	if zone == "generic" {
-		return registry.ModelName("")
+	if zone == "" {
+		return models.GenericName
 	}
-	return registry.ModelName(zone)
+	return models.ZoneModelName(forecast.Zone(zone))
 }
 
 // aliasTarget returns the version alias points at, or nil.

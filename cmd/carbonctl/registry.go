@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/connect"
@@ -89,9 +90,9 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *zone == "" || *dir == "" {
 		return usagef("--zone and --model-dir are required")
 	}
-	name := registry.ModelName(*zone)
+	name := models.ZoneModelName(forecast.Zone(*zone))
 	if *zone == "generic" {
-		name = registry.ModelName("")
+		name = models.GenericName
 	} else if _, err := forecast.ParseZone(*zone); err != nil {
 		return usagef("--zone: %s", forecast.ErrorMessage(err))
 	}

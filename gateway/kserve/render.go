@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models"
 )
 
 // Labels and values shared by Render and Discovery.
@@ -48,7 +49,6 @@ const (
 	DefaultImage = "ghcr.io/carbongate/carbonserve:v0.1.0"
 
 	DefaultRuntimeName    = "carbonserve"
-	DefaultNamePrefix     = "carbon-forecaster"
 	DefaultDeploymentMode = "Standard" // KServe's raw Deployment mode (formerly RawDeployment)
 	DeploymentModeKnative = "Knative"  // formerly Serverless
 
@@ -81,7 +81,7 @@ type RenderConfig struct {
 	// ClusterRuntime renders a cluster-scoped ClusterServingRuntime instead
 	// of a namespaced ServingRuntime.
 	ClusterRuntime bool
-	NamePrefix     string // InferenceService name prefix; default DefaultNamePrefix
+	NamePrefix     string // InferenceService name prefix; default DefaultNamePrefix()
 	NoGeneric      bool   // leave out the generic InferenceService
 	// DeploymentMode is the serving.kserve.io/deploymentMode annotation:
 	// "Standard" (default: plain Deployment and Service, REST and gRPC ports)
@@ -133,11 +133,17 @@ func Objects(cfg RenderConfig) ([]any, error) {
 	return objs, nil
 }
 
+// DefaultNamePrefix is the InferenceService name prefix Render uses when
+// Config.NamePrefix is empty: the registered models' name prefix
+// (models.NamePrefix) without its trailing dash, so that a zone's
+// InferenceService is named like its registered model.
+func DefaultNamePrefix() string { return strings.TrimSuffix(models.NamePrefix, "-") }
+
 // ServiceName returns the InferenceService name Render gives zone z's model,
 // or the generic model's for "".
 func ServiceName(prefix string, z forecast.Zone) string {
 	if prefix == "" {
-		prefix = DefaultNamePrefix
+		prefix = DefaultNamePrefix()
 	}
 	if z == "" {
 		return prefix + "-" + GenericZone
@@ -201,7 +207,7 @@ func (cfg RenderConfig) withDefaults() (*renderConfig, error) {
 		return nil, forecast.FieldErrorf(forecast.EINVALID, "runtime_name", "runtime name %q: %s", c.RuntimeName, strings.Join(errs, "; "))
 	}
 	if c.NamePrefix == "" {
-		c.NamePrefix = DefaultNamePrefix
+		c.NamePrefix = DefaultNamePrefix()
 	}
 	// KServe requires InferenceService names to be DNS-1035 labels (start
 	// with a letter); check the longest one Render will produce.

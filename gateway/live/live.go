@@ -158,7 +158,7 @@ func (m *Models) Sync(ctx context.Context, targets []registry.AliasTarget) {
 	defer m.syncMu.Unlock()
 	want := map[string]int64{}
 	for _, t := range targets {
-		if t.Alias == m.cfg.Alias && strings.HasPrefix(t.Name, registry.ModelPrefix) {
+		if t.Alias == m.cfg.Alias && strings.HasPrefix(t.Name, models.NamePrefix) {
 			want[t.Name] = t.Version
 		}
 	}
@@ -243,9 +243,9 @@ func (m *Models) open(dir, name string, version int64) (*loaded, error) {
 		return nil, err
 	}
 	meta := mdl.Meta()
-	zone := forecast.Zone(strings.TrimPrefix(name, registry.ModelPrefix))
+	zone := forecast.Zone(strings.TrimPrefix(name, models.NamePrefix))
 	source := forecast.SourceZone
-	if name == registry.ModelName("") {
+	if name == models.GenericName {
 		zone, source = "", forecast.SourceGeneric
 	}
 	if meta.Zone != zone {

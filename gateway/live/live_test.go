@@ -14,6 +14,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/gateway/live"
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/history"
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/registry"
@@ -118,16 +119,16 @@ func (f *fixture) served(t *testing.T, zone forecast.Zone) string {
 // previous one serving and is reported; removing the alias stops it.
 func TestPromotion(t *testing.T) {
 	f := newFixture(t)
-	de := registry.ModelName("DE")
+	de := models.ZoneModelName("DE")
 	v1 := f.version(t, de, "DE", 0)
 	v2 := f.version(t, de, "DE", 1)
-	g1 := f.version(t, registry.ModelName(""), "", 2)
+	g1 := f.version(t, models.GenericName, "", 2)
 	f.sync(t)
 	if got := f.served(t, "DE"); got != "" {
 		t.Fatalf("served %q before any alias", got)
 	}
 	f.promote(t, de, v1)
-	f.promote(t, registry.ModelName(""), g1)
+	f.promote(t, models.GenericName, g1)
 	if got := f.served(t, "DE"); got != "1" {
 		t.Fatalf("DE served version %q, want 1", got)
 	}
@@ -173,7 +174,7 @@ func TestPromotion(t *testing.T) {
 // TestWrongZone: a version whose model is of another zone is refused.
 func TestWrongZone(t *testing.T) {
 	f := newFixture(t)
-	de := registry.ModelName("DE")
+	de := models.ZoneModelName("DE")
 	dir := filepath.Join(t.TempDir(), "se")
 	servetest.Save(t, dir, servetest.Ridge(t, "carbon-forecaster-SE", "SE", 0))
 	if _, err := f.store.CreateModel(context.Background(), de, "", nil); err != nil {
@@ -200,7 +201,7 @@ func TestWrongZone(t *testing.T) {
 // names the model and version but no path.
 func TestUntrustedSource(t *testing.T) {
 	f := newFixture(t)
-	de := registry.ModelName("DE")
+	de := models.ZoneModelName("DE")
 	if _, err := f.store.CreateModel(context.Background(), de, "", nil); err != nil {
 		t.Fatal(err)
 	}

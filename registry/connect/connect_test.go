@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/registry"
 )
 
@@ -46,7 +47,7 @@ func TestOpenEmbedded(t *testing.T) {
 		t.Fatalf("Open: %v %v", kind, err)
 	}
 	defer s.Close()
-	if _, err := s.CreateModel(context.Background(), registry.ModelName("DE"), "", nil); err != nil {
+	if _, err := s.CreateModel(context.Background(), models.ZoneModelName("DE"), "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if kind, err := Migrate(context.Background(), path); err != nil || kind != Embedded {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/cratedb"
 )
@@ -30,7 +31,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	v, err := store.CreateVersion(ctx, registry.NewVersion{Name: registry.ModelName("DE"), Source: "s3://models/DE/7"})
+	v, err := store.CreateVersion(ctx, registry.NewVersion{Name: models.ZoneModelName("DE"), Source: "s3://models/DE/7"})
 	if err != nil {
 		log.Fatal(err)
 	}

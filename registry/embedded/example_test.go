@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
 )
@@ -23,7 +24,7 @@ func ExampleOpen() {
 	defer s.Close()
 
 	ctx := context.Background()
-	name := registry.ModelName("DE")
+	name := models.ZoneModelName("DE")
 	if _, err := s.CreateModel(ctx, name, "", nil); err != nil {
 		panic(err)
 	}
