@@ -15,6 +15,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 // input is one request's parameters: its query and its body.
@@ -217,14 +218,8 @@ func version(s string) (int64, error) {
 	return registry.ParseVersion("version", s)
 }
 
-// tagJSON is a tag in requests and responses.
-type tagJSON struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
 // tags converts and validates request tags.
-func tags(in []tagJSON) ([]registry.Tag, error) {
+func tags(in []mlflowjson.Tag) ([]registry.Tag, error) {
 	out := make([]registry.Tag, 0, len(in))
 	for _, t := range in {
 		tag := registry.Tag{Key: t.Key, Value: t.Value}

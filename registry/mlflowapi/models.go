@@ -5,16 +5,17 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 // withLatest returns m as JSON with its latest version per stage, as
 // MLflow's registered_model carries them.
-func (a *API) withLatest(ctx context.Context, m registry.RegisteredModel) (modelJSON, error) {
+func (a *API) withLatest(ctx context.Context, m registry.RegisteredModel) (mlflowjson.Model, error) {
 	latest, err := a.cfg.Store.LatestVersions(ctx, m.Name, nil)
 	if err != nil {
-		return modelJSON{}, err
+		return mlflowjson.Model{}, err
 	}
-	return toModelJSON(m, latest), nil
+	return mlflowjson.FromModel(m, latest), nil
 }
 
 func (a *API) modelResponse(ctx context.Context, m registry.RegisteredModel, err error) (any, error) {
@@ -25,15 +26,15 @@ func (a *API) modelResponse(ctx context.Context, m registry.RegisteredModel, err
 	if err != nil {
 		return nil, err
 	}
-	return modelResponse{RegisteredModel: j}, nil
+	return mlflowjson.ModelResponse{RegisteredModel: &j}, nil
 }
 
 func (a *API) createModel(ctx context.Context, in *input) (any, error) {
 	var req struct {
-		Name            string    `json:"name"`
-		Tags            []tagJSON `json:"tags"`
-		Description     string    `json:"description"`
-		DeploymentJobID string    `json:"deployment_job_id"` // Databricks-only, ignored
+		Name            string           `json:"name"`
+		Tags            []mlflowjson.Tag `json:"tags"`
+		Description     string           `json:"description"`
+		DeploymentJobID string           `json:"deployment_job_id"` // Databricks-only, ignored
 	}
 	if err := in.decode(&req); err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (a *API) createModel(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return modelResponse{RegisteredModel: toModelJSON(m, nil)}, nil
+	return modelAnswer(mlflowjson.FromModel(m, nil)), nil
 }
 
 // nameRequest is the request of endpoints that take only a model name.
@@ -139,7 +140,7 @@ func (a *API) latestVersions(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return versionsResponse{ModelVersions: toVersionsJSON(vs)}, nil
+	return mlflowjson.VersionsResponse{ModelVersions: mlflowjson.FromVersions(vs)}, nil
 }
 
 func (a *API) setModelTag(ctx context.Context, in *input) (any, error) {
@@ -252,5 +253,5 @@ func (a *API) versionByAlias(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return versionResponse{ModelVersion: toVersionJSON(v)}, nil
+	return versionAnswer(v), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/filter"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 // Search limits, as MLflow's server applies them.
@@ -129,7 +130,7 @@ func (a *API) searchModels(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := modelsPage{NextPageToken: nextToken(s, more)}
+	out := mlflowjson.ModelsPage{NextPageToken: nextToken(s, more)}
 	for _, m := range page {
 		if dropPrompts && isPrompt(m.Tags) {
 			continue
@@ -152,12 +153,12 @@ func (a *API) searchVersions(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := versionsPage{NextPageToken: nextToken(s, more)}
+	out := mlflowjson.VersionsPage{NextPageToken: nextToken(s, more)}
 	for _, v := range page {
 		if dropPrompts && isPrompt(v.Tags) {
 			continue
 		}
-		out.ModelVersions = append(out.ModelVersions, toVersionJSON(v))
+		out.ModelVersions = append(out.ModelVersions, mlflowjson.FromVersion(v))
 	}
 	return out, nil
 }

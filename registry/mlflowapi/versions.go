@@ -6,17 +6,18 @@ import (
 	"strings"
 
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 func (a *API) createVersion(ctx context.Context, in *input) (any, error) {
 	var req struct {
-		Name        string    `json:"name"`
-		Source      string    `json:"source"`
-		RunID       string    `json:"run_id"`
-		Tags        []tagJSON `json:"tags"`
-		RunLink     string    `json:"run_link"`
-		Description string    `json:"description"`
-		ModelID     string    `json:"model_id"` // MLflow 3 logged models: accepted, not resolved
+		Name        string           `json:"name"`
+		Source      string           `json:"source"`
+		RunID       string           `json:"run_id"`
+		Tags        []mlflowjson.Tag `json:"tags"`
+		RunLink     string           `json:"run_link"`
+		Description string           `json:"description"`
+		ModelID     string           `json:"model_id"` // MLflow 3 logged models: accepted, not resolved
 	}
 	if err := in.decode(&req); err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func (a *API) createVersion(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return versionResponse{ModelVersion: toVersionJSON(v)}, nil
+	return versionAnswer(v), nil
 }
 
 // checkSource rejects sources with "." or ".." path segments (after
@@ -92,7 +93,7 @@ func (a *API) getVersion(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return versionResponse{ModelVersion: toVersionJSON(mv)}, nil
+	return versionAnswer(mv), nil
 }
 
 func (a *API) updateVersion(ctx context.Context, in *input) (any, error) {
@@ -115,7 +116,7 @@ func (a *API) updateVersion(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return versionResponse{ModelVersion: toVersionJSON(mv)}, nil
+	return versionAnswer(mv), nil
 }
 
 func (a *API) deleteVersion(ctx context.Context, in *input) (any, error) {
@@ -154,7 +155,7 @@ func (a *API) transitionStage(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return versionResponse{ModelVersion: toVersionJSON(mv)}, nil
+	return versionAnswer(mv), nil
 }
 
 func (a *API) downloadURI(ctx context.Context, in *input) (any, error) {
@@ -166,7 +167,7 @@ func (a *API) downloadURI(ctx context.Context, in *input) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return downloadURIResponse{ArtifactURI: a.cfg.ArtifactURI(mv)}, nil
+	return mlflowjson.DownloadURIResponse{ArtifactURI: a.cfg.ArtifactURI(mv)}, nil
 }
 
 func (a *API) setVersionTag(ctx context.Context, in *input) (any, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 // CreateModel implements registry.Store (POST registered-models/create).
@@ -21,15 +22,15 @@ func (c *Client) CreateModel(ctx context.Context, name, description string, tags
 		return registry.RegisteredModel{}, err
 	}
 	in := struct {
-		Name        string    `json:"name"`
-		Description string    `json:"description,omitempty"`
-		Tags        []jsonTag `json:"tags,omitempty"`
-	}{name, description, tagsJSON(tags)}
-	var out modelResponse
+		Name        string           `json:"name"`
+		Description string           `json:"description,omitempty"`
+		Tags        []mlflowjson.Tag `json:"tags,omitempty"`
+	}{name, description, mlflowjson.FromTags(tags)}
+	var out mlflowjson.ModelResponse
 	if err := c.send(ctx, http.MethodPost, "registered-models/create", in, &out); err != nil {
 		return registry.RegisteredModel{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // GetModel implements registry.Store (GET registered-models/get).
@@ -37,11 +38,11 @@ func (c *Client) GetModel(ctx context.Context, name string) (registry.Registered
 	if err := checkName(name); err != nil {
 		return registry.RegisteredModel{}, err
 	}
-	var out modelResponse
+	var out mlflowjson.ModelResponse
 	if err := c.get(ctx, "registered-models/get", url.Values{"name": {name}}, &out); err != nil {
 		return registry.RegisteredModel{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // RenameModel implements registry.Store (POST registered-models/rename).
@@ -56,11 +57,11 @@ func (c *Client) RenameModel(ctx context.Context, name, newName string) (registr
 		Name    string `json:"name"`
 		NewName string `json:"new_name"`
 	}{name, newName}
-	var out modelResponse
+	var out mlflowjson.ModelResponse
 	if err := c.send(ctx, http.MethodPost, "registered-models/rename", in, &out); err != nil {
 		return registry.RegisteredModel{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // UpdateModel implements registry.Store (PATCH registered-models/update).
@@ -75,11 +76,11 @@ func (c *Client) UpdateModel(ctx context.Context, name, description string) (reg
 		Name        string `json:"name"`
 		Description string `json:"description"`
 	}{name, description}
-	var out modelResponse
+	var out mlflowjson.ModelResponse
 	if err := c.send(ctx, http.MethodPatch, "registered-models/update", in, &out); err != nil {
 		return registry.RegisteredModel{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // DeleteModel implements registry.Store (DELETE registered-models/delete).
@@ -140,7 +141,7 @@ func (c *Client) SetAlias(ctx context.Context, name, alias string, v int64) erro
 		Name    string `json:"name"`
 		Alias   string `json:"alias"`
 		Version string `json:"version"`
-	}{name, alias, version(v)}
+	}{name, alias, mlflowjson.FormatVersion(v)}
 	return c.send(ctx, http.MethodPost, "registered-models/alias", in, nil)
 }
 
@@ -171,7 +172,7 @@ func (c *Client) VersionByAlias(ctx context.Context, name, alias string) (regist
 	if alias == "" {
 		return registry.ModelVersion{}, forecast.FieldErrorf(forecast.EINVALID, "alias", "missing value for parameter 'alias'")
 	}
-	var out versionResponse
+	var out mlflowjson.VersionResponse
 	err := c.get(ctx, "registered-models/alias", url.Values{"name": {name}, "alias": {alias}}, &out)
 	if forecast.ErrorCode(err) == forecast.EINVALID {
 		// A valid name and alias: the only thing left to be invalid is the
@@ -181,7 +182,7 @@ func (c *Client) VersionByAlias(ctx context.Context, name, alias string) (regist
 	if err != nil {
 		return registry.ModelVersion{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // checkName refuses an empty name before a call (MLflow would answer

@@ -12,6 +12,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/filter"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 // aliasPage is the page size AliasTargets reads models with (MLflow's
@@ -41,14 +42,11 @@ func (c *Client) SearchModels(ctx context.Context, s registry.Search) ([]registr
 	if err != nil {
 		return nil, false, err
 	}
-	var out struct {
-		RegisteredModels []jsonModel `json:"registered_models"`
-		NextPageToken    string      `json:"next_page_token"`
-	}
+	var out mlflowjson.ModelsPage
 	if err := c.get(ctx, "registered-models/search", q, &out); err != nil {
 		return nil, false, err
 	}
-	page, err := models(out.RegisteredModels)
+	page, err := mlflowjson.Models(out.RegisteredModels)
 	return page, out.NextPageToken != "", err
 }
 
@@ -60,14 +58,11 @@ func (c *Client) SearchVersions(ctx context.Context, s registry.Search) ([]regis
 	if err != nil {
 		return nil, false, err
 	}
-	var out struct {
-		ModelVersions []jsonVersion `json:"model_versions"`
-		NextPageToken string        `json:"next_page_token"`
-	}
+	var out mlflowjson.VersionsPage
 	if err := c.get(ctx, "model-versions/search", q, &out); err != nil {
 		return nil, false, err
 	}
-	page, err := versions(out.ModelVersions)
+	page, err := mlflowjson.Versions(out.ModelVersions)
 	return page, out.NextPageToken != "", err
 }
 
@@ -82,14 +77,11 @@ func (c *Client) AliasTargets(ctx context.Context) ([]registry.AliasTarget, erro
 		if token != "" {
 			q.Set("page_token", token)
 		}
-		var page struct {
-			RegisteredModels []jsonModel `json:"registered_models"`
-			NextPageToken    string      `json:"next_page_token"`
-		}
+		var page mlflowjson.ModelsPage
 		if err := c.get(ctx, "registered-models/search", q, &page); err != nil {
 			return nil, err
 		}
-		ms, err := models(page.RegisteredModels)
+		ms, err := mlflowjson.Models(page.RegisteredModels)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/mlflowjson"
 )
 
 // CreateVersion implements registry.Store (POST model-versions/create).
@@ -25,18 +26,18 @@ func (c *Client) CreateVersion(ctx context.Context, nv registry.NewVersion) (reg
 		return registry.ModelVersion{}, err
 	}
 	in := struct {
-		Name        string    `json:"name"`
-		Source      string    `json:"source"`
-		RunID       string    `json:"run_id,omitempty"`
-		RunLink     string    `json:"run_link,omitempty"`
-		Description string    `json:"description,omitempty"`
-		Tags        []jsonTag `json:"tags,omitempty"`
-	}{nv.Name, nv.Source, nv.RunID, nv.RunLink, nv.Description, tagsJSON(nv.Tags)}
-	var out versionResponse
+		Name        string           `json:"name"`
+		Source      string           `json:"source"`
+		RunID       string           `json:"run_id,omitempty"`
+		RunLink     string           `json:"run_link,omitempty"`
+		Description string           `json:"description,omitempty"`
+		Tags        []mlflowjson.Tag `json:"tags,omitempty"`
+	}{nv.Name, nv.Source, nv.RunID, nv.RunLink, nv.Description, mlflowjson.FromTags(nv.Tags)}
+	var out mlflowjson.VersionResponse
 	if err := c.send(ctx, http.MethodPost, "model-versions/create", in, &out); err != nil {
 		return registry.ModelVersion{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // versionRef is the name and version of most model-versions requests.
@@ -52,7 +53,7 @@ func ref(name string, v int64) (versionRef, error) {
 	if err := checkVersion(v); err != nil {
 		return versionRef{}, err
 	}
-	return versionRef{Name: name, Version: version(v)}, nil
+	return versionRef{Name: name, Version: mlflowjson.FormatVersion(v)}, nil
 }
 
 // GetVersion implements registry.Store (GET model-versions/get).
@@ -61,11 +62,11 @@ func (c *Client) GetVersion(ctx context.Context, name string, v int64) (registry
 	if err != nil {
 		return registry.ModelVersion{}, err
 	}
-	var out versionResponse
+	var out mlflowjson.VersionResponse
 	if err := c.get(ctx, "model-versions/get", url.Values{"name": {r.Name}, "version": {r.Version}}, &out); err != nil {
 		return registry.ModelVersion{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // UpdateVersion implements registry.Store (PATCH model-versions/update).
@@ -81,11 +82,11 @@ func (c *Client) UpdateVersion(ctx context.Context, name string, v int64, descri
 		versionRef
 		Description string `json:"description"`
 	}{r, description}
-	var out versionResponse
+	var out mlflowjson.VersionResponse
 	if err := c.send(ctx, http.MethodPatch, "model-versions/update", in, &out); err != nil {
 		return registry.ModelVersion{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // TransitionStage implements registry.Store (POST
@@ -108,11 +109,11 @@ func (c *Client) TransitionStage(ctx context.Context, name string, v int64, stag
 		Stage           string `json:"stage"`
 		ArchiveExisting bool   `json:"archive_existing_versions"`
 	}{r, stage, archiveExisting}
-	var out versionResponse
+	var out mlflowjson.VersionResponse
 	if err := c.send(ctx, http.MethodPost, "model-versions/transition-stage", in, &out); err != nil {
 		return registry.ModelVersion{}, err
 	}
-	return out.decode()
+	return out.Decode()
 }
 
 // DeleteVersion implements registry.Store (DELETE model-versions/delete).
@@ -144,13 +145,11 @@ func (c *Client) LatestVersions(ctx context.Context, name string, stages []strin
 		Name   string   `json:"name"`
 		Stages []string `json:"stages,omitempty"`
 	}{name, canon}
-	var out struct {
-		ModelVersions []jsonVersion `json:"model_versions"`
-	}
+	var out mlflowjson.VersionsResponse
 	if err := c.send(ctx, http.MethodPost, "registered-models/get-latest-versions", in, &out); err != nil {
 		return nil, err
 	}
-	vs, err := versions(out.ModelVersions)
+	vs, err := mlflowjson.Versions(out.ModelVersions)
 	if err != nil {
 		return nil, err
 	}
