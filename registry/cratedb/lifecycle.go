@@ -7,6 +7,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/sqlsearch"
 )
 
 // TransitionStage sets the stage, then (archiveExisting, Staging or
@@ -25,8 +26,8 @@ func (s *Store) TransitionStage(ctx context.Context, name string, version int64,
 	ctx, cancel := bound(ctx)
 	defer cancel()
 	now := s.millis()
-	setStage := func(_ *versionRow, a *args) (string, bool) {
-		return "current_stage = " + a.add(stage) + ", last_updated_time = " + a.add(now), true
+	setStage := func(_ *versionRow, a *sqlsearch.Args) (string, bool) {
+		return "current_stage = " + a.Add(stage) + ", last_updated_time = " + a.Add(now), true
 	}
 	if err := s.updateVersion(ctx, "transition model version stage", name, version, setStage); err != nil {
 		return registry.ModelVersion{}, err
@@ -55,11 +56,11 @@ func (s *Store) archiveOthers(ctx context.Context, name string, version int64, s
 	if err != nil || len(others) == 0 {
 		return err
 	}
-	archive := func(r *versionRow, a *args) (string, bool) {
+	archive := func(r *versionRow, a *sqlsearch.Args) (string, bool) {
 		if str(r.stage) != stage {
 			return "", false
 		}
-		return "current_stage = " + a.add(registry.StageArchived) + ", last_updated_time = " + a.add(now), true
+		return "current_stage = " + a.Add(registry.StageArchived) + ", last_updated_time = " + a.Add(now), true
 	}
 	for _, v := range others {
 		err := s.updateVersion(ctx, "archive existing versions", name, v, archive)
@@ -93,10 +94,10 @@ func (s *Store) DeleteVersion(ctx context.Context, name string, version int64) e
 		return err
 	}
 	now := s.millis()
-	err := s.updateVersion(ctx, "delete model version", name, version, func(_ *versionRow, a *args) (string, bool) {
-		return "current_stage = " + a.add(registry.StageDeleted) + ", last_updated_time = " + a.add(now) +
-			", description = NULL, user_id = NULL, source = " + a.add("REDACTED-SOURCE-PATH") +
-			", run_id = " + a.add("REDACTED-RUN-ID") + ", run_link = " + a.add("REDACTED-RUN-LINK") + ", status_message = NULL", true
+	err := s.updateVersion(ctx, "delete model version", name, version, func(_ *versionRow, a *sqlsearch.Args) (string, bool) {
+		return "current_stage = " + a.Add(registry.StageDeleted) + ", last_updated_time = " + a.Add(now) +
+			", description = NULL, user_id = NULL, source = " + a.Add("REDACTED-SOURCE-PATH") +
+			", run_id = " + a.Add("REDACTED-RUN-ID") + ", run_link = " + a.Add("REDACTED-RUN-LINK") + ", status_message = NULL", true
 	})
 	if err != nil {
 		return err

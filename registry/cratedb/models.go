@@ -3,11 +3,11 @@ package cratedb
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/sqlsearch"
 )
 
 const modelCols = `name, creation_time, last_updated_time, description`
@@ -245,11 +245,11 @@ func (s *Store) decorateModels(ctx context.Context, ms []registry.RegisteredMode
 		return nil
 	}
 	idx := make(map[string]int, len(ms))
-	var a args
+	var a sqlsearch.Args
 	in := make([]string, len(ms))
 	for i, m := range ms {
 		idx[m.Name] = i
-		in[i] = a.add(m.Name)
+		in[i] = a.Add(m.Name)
 	}
 	list := strings.Join(in, ", ")
 	err := s.query(ctx, "get registered model tags", func(scan func(...any) error) error {
@@ -300,9 +300,3 @@ func normTags(tags []registry.Tag) []registry.Tag {
 }
 
 // args collects statement arguments and returns their placeholders.
-type args []any
-
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}

@@ -226,12 +226,12 @@ func aliasCases() []opCase {
 func searchCases() []opCase {
 	return []opCase{
 		{name: "search_models", replies: []*reply{
-			rows("FROM registered_models WHERE", modelRowOf("carbon-forecaster-DE"), modelRowOf("carbon-forecaster-ES")),
+			rows("FROM registered_models m WHERE", modelRowOf("carbon-forecaster-DE"), modelRowOf("carbon-forecaster-ES")),
 		}, op: func(ctx context.Context, s *Store) (any, error) {
 			page, more, err := s.SearchModels(ctx, registry.Search{
 				Filter: []registry.Clause{
 					{Key: "name", Op: "LIKE", Values: []string{"carbon-forecaster-%"}},
-					{Key: "tags.zone", Op: "IN", Values: []string{"DE", "ES"}},
+					{Key: "tags.zone", Op: "ILIKE", Values: []string{"%e%"}},
 					{Key: "tags.signal", Op: "=", Values: []string{"carbon_intensity"}},
 				},
 				OrderBy:    []registry.Order{{Key: "last_updated_timestamp", Desc: true}},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/sqlsearch"
 )
 
 const versionCols = `name, "version", creation_time, last_updated_time, description, user_id, current_stage, source, storage_location, run_id, run_link, status, status_message`
@@ -88,8 +89,8 @@ func (s *Store) UpdateVersion(ctx context.Context, name string, version int64, d
 	ctx, cancel := bound(ctx)
 	defer cancel()
 	now := s.millis()
-	err := s.updateVersion(ctx, "update model version", name, version, func(_ *versionRow, a *args) (string, bool) {
-		return "description = " + a.add(description) + ", last_updated_time = " + a.add(now), true
+	err := s.updateVersion(ctx, "update model version", name, version, func(_ *versionRow, a *sqlsearch.Args) (string, bool) {
+		return "description = " + a.Add(description) + ", last_updated_time = " + a.Add(now), true
 	})
 	if err != nil {
 		return registry.ModelVersion{}, err
@@ -102,7 +103,7 @@ func (s *Store) UpdateVersion(ctx context.Context, name string, version int64, d
 
 // change returns the SET list of an update of r, adding its arguments to
 // a; ok false means r needs no update.
-type change func(r *versionRow, a *args) (set string, ok bool)
+type change func(r *versionRow, a *sqlsearch.Args) (set string, ok bool)
 
 // updateVersion applies ch to the live version with CrateDB's optimistic
 // concurrency control: the row is read by primary key with its _seq_no
@@ -117,13 +118,13 @@ func (s *Store) updateVersion(ctx context.Context, what, name string, version in
 		if err != nil {
 			return err
 		}
-		var a args
+		var a sqlsearch.Args
 		set, ok := ch(&r, &a)
 		if !ok {
 			return nil
 		}
-		sql := `UPDATE model_versions SET ` + set + ` WHERE name = ` + a.add(name) + ` AND "version" = ` + a.add(version) +
-			` AND "_seq_no" = ` + a.add(seq) + ` AND "_primary_term" = ` + a.add(term)
+		sql := `UPDATE model_versions SET ` + set + ` WHERE name = ` + a.Add(name) + ` AND "version" = ` + a.Add(version) +
+			` AND "_seq_no" = ` + a.Add(seq) + ` AND "_primary_term" = ` + a.Add(term)
 		n, err := s.exec(ctx, what, sql, a...)
 		if err != nil {
 			return err
@@ -203,19 +204,19 @@ func (s *Store) decorateVersions(ctx context.Context, vs []registry.ModelVersion
 		version int64
 	}
 	idx := make(map[key]int, len(vs))
-	var ta, aa args
+	var ta, aa sqlsearch.Args
 	pairs := make([]string, len(vs))
 	var names []string
 	for i, v := range vs {
 		idx[key{v.Name, v.Version}] = i
-		pairs[i] = "(name = " + ta.add(v.Name) + ` AND "version" = ` + ta.add(v.Version) + ")"
+		pairs[i] = "(name = " + ta.Add(v.Name) + ` AND "version" = ` + ta.Add(v.Version) + ")"
 		if !slices.Contains(names, v.Name) {
 			names = append(names, v.Name)
 		}
 	}
 	in := make([]string, len(names))
 	for i, n := range names {
-		in[i] = aa.add(n)
+		in[i] = aa.Add(n)
 	}
 	err := s.query(ctx, "get model version tags", func(scan func(...any) error) error {
 		var k key

@@ -9,6 +9,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/sqlsearch"
 )
 
 // byteOrder sorts names, keys and aliases by their bytes, whatever the
@@ -232,7 +233,8 @@ func (s *Store) SearchModels(ctx context.Context, search registry.Search) ([]reg
 	var page []registry.RegisteredModel
 	var more bool
 	err := s.read(ctx, "search registered models", func(ctx context.Context, q querier, l layout) error {
-		sql, a, err := modelTarget.searchSQL(l, search, modelCols, "registered_models m", nil)
+		var a sqlsearch.Args
+		sql, err := dialect.Select(l.modelTarget(), search, modelCols, l.wsPred("m"), &a)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/registry"
+	"github.com/carbongate/carbongate/registry/sqlsearch"
 )
 
 // CreateAttempts bounds CreateVersion's retries on a version-number
@@ -363,8 +364,9 @@ func (s *Store) SearchVersions(ctx context.Context, search registry.Search) ([]r
 	var page []registry.ModelVersion
 	var more bool
 	err := s.read(ctx, "search model versions", func(ctx context.Context, q querier, l layout) error {
-		sql, a, err := versionTarget.searchSQL(l, search, versionCols(l), "model_versions v",
-			[]string{"v.current_stage IS DISTINCT FROM '" + registry.StageDeleted + "'"})
+		var a sqlsearch.Args
+		sql, err := dialect.Select(l.versionTarget(), search, versionCols(l),
+			append(l.wsPred("v"), "v.current_stage IS DISTINCT FROM '"+registry.StageDeleted+"'"), &a)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package postgres
+package sqlsearch
 
 import (
 	"reflect"
@@ -9,6 +9,36 @@ import (
 	"github.com/carbongate/carbongate/registry"
 )
 
+// The targets of a PostgreSQL-like backend, with and without a
+// workspace column.
+var (
+	pg          = Dialect{AnyArray: true, TagKey: "t.key", TagValue: "t.value"}
+	crate       = Dialect{TagKey: `t."key"`, TagValue: `t."value"`}
+	modelTarget = Target{
+		From:     "registered_models m",
+		Attrs:    map[string]string{"name": "m.name"},
+		Tags:     "registered_model_tags",
+		TagJoin:  "t.name = m.name",
+		Orders:   map[string]string{"name": `m.name COLLATE "C"`, "creation_timestamp": "m.creation_time", "last_updated_timestamp": "m.last_updated_time"},
+		Tiebreak: []registry.Order{{Key: "name"}},
+	}
+	versionTarget = Target{
+		From:     "model_versions v",
+		Attrs:    map[string]string{"name": "v.name", "run_id": "v.run_id", "source_path": "v.source", "version_number": "v.version"},
+		IntAttrs: map[string]bool{"version_number": true},
+		Tags:     "model_version_tags",
+		TagJoin:  "t.name = v.name AND t.version = v.version",
+		Orders: map[string]string{"name": `v.name COLLATE "C"`, "version_number": "v.version",
+			"creation_timestamp": "v.creation_time", "last_updated_timestamp": "v.last_updated_time"},
+		Tiebreak: []registry.Order{{Key: "name"}, {Key: "version_number", Desc: true}},
+	}
+)
+
+func withWorkspace(t Target) Target {
+	t.TagJoin += " AND t.workspace = " + t.From[len(t.From)-1:] + ".workspace"
+	return t
+}
+
 func cl(key, op string, values ...string) registry.Clause {
 	return registry.Clause{Key: key, Op: op, Values: values}
 }
@@ -17,7 +47,7 @@ func TestPredicate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		note   string
-		target target
+		target Target
 		ws     bool
 		clause registry.Clause
 		sql    string
@@ -41,8 +71,12 @@ func TestPredicate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.note, func(t *testing.T) {
 			t.Parallel()
-			var a args
-			got, err := tc.target.predicate(layout{workspace: tc.ws}, tc.clause, &a)
+			var a Args
+			target := tc.target
+			if tc.ws {
+				target = withWorkspace(target)
+			}
+			got, err := pg.Predicate(target, tc.clause, &a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +94,7 @@ func TestPredicateInvalid(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		note   string
-		target target
+		target Target
 		clause registry.Clause
 	}{
 		{"unknown model key", modelTarget, cl("run_id", "=", "x")},
@@ -78,8 +112,8 @@ func TestPredicateInvalid(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.note, func(t *testing.T) {
 			t.Parallel()
-			var a args
-			_, err := tc.target.predicate(layout{}, tc.clause, &a)
+			var a Args
+			_, err := pg.Predicate(tc.target, tc.clause, &a)
 			if forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "filter" {
 				t.Fatalf("err=%v, want EINVALID on field filter", err)
 			}
@@ -100,7 +134,12 @@ func TestSearchSQLKeepsValuesOut(t *testing.T) {
 		MaxResults: 10, Offset: 20,
 	}
 	for _, ws := range []bool{false, true} {
-		sql, a, err := versionTarget.searchSQL(layout{workspace: ws}, s, "v.name", "model_versions v", []string{"TRUE"})
+		var base []string
+		if ws {
+			base = []string{"v.workspace = 'default'"}
+		}
+		var a Args
+		sql, err := pg.Select(versionTarget, s, "v.name", base, &a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +149,7 @@ func TestSearchSQLKeepsValuesOut(t *testing.T) {
 		if !strings.HasSuffix(sql, "ORDER BY v.last_updated_time DESC, v.name COLLATE \"C\" ASC, v.version DESC LIMIT $5 OFFSET $6") {
 			t.Fatalf("sql=%s", sql)
 		}
-		if got := a[len(a)-2:]; !reflect.DeepEqual(got, args{11, 20}) {
+		if got := a[len(a)-2:]; !reflect.DeepEqual(got, Args{int64(11), int64(20)}) {
 			t.Fatalf("limit/offset args=%v, want [11 20]", got)
 		}
 		if ws != strings.Contains(sql, "v.workspace = 'default'") {
@@ -123,7 +162,7 @@ func TestOrderBy(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		note   string
-		target target
+		target Target
 		orders []registry.Order
 		want   string
 		err    bool
@@ -140,7 +179,7 @@ func TestOrderBy(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.note, func(t *testing.T) {
 			t.Parallel()
-			got, err := tc.target.orderBy(tc.orders)
+			got, err := tc.target.OrderBy(tc.orders)
 			if tc.err {
 				if forecast.ErrorCode(err) != forecast.EINVALID || forecast.ErrorField(err) != "order_by" {
 					t.Fatalf("err=%v, want EINVALID on order_by", err)
@@ -164,11 +203,36 @@ func TestPage(t *testing.T) {
 		{registry.Search{MaxResults: 1001}, "max_results"},
 		{registry.Search{MaxResults: 10, Offset: -1}, "page_token"},
 	} {
-		if _, _, err := page(tc.s); forecast.ErrorField(err) != tc.field {
+		if _, _, err := Page(tc.s); forecast.ErrorField(err) != tc.field {
 			t.Errorf("page(%+v) = %v, want EINVALID on %s", tc.s, err, tc.field)
 		}
 	}
-	if l, o, err := page(registry.Search{MaxResults: 1000, Offset: 5}); l != 1001 || o != 5 || err != nil {
+	if l, o, err := Page(registry.Search{MaxResults: 1000, Offset: 5}); l != 1001 || o != 5 || err != nil {
 		t.Fatalf("page = %d, %d, %v", l, o, err)
+	}
+}
+
+// CrateDB's dialect: IN takes a list of parameters, tag columns are quoted.
+func TestCrateDialect(t *testing.T) {
+	t.Parallel()
+	var a Args
+	got, err := crate.Predicate(versionTarget, cl("version_number", "IN", "1", " 2"), &a)
+	if want := "v.version IN ($1, $2)"; err != nil || got != want || !reflect.DeepEqual(a, Args{int64(1), int64(2)}) {
+		t.Fatalf("IN: %q %v %v; want %q [1 2]", got, a, err, want)
+	}
+	a = nil
+	got, err = crate.Predicate(modelTarget, cl("tags.k", "ILIKE", "v%"), &a)
+	if want := `EXISTS (SELECT 1 FROM registered_model_tags t WHERE t.name = m.name AND t."key" = $1 AND t."value" ILIKE $2)`; err != nil || got != want {
+		t.Fatalf("tag: %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestTrim(t *testing.T) {
+	t.Parallel()
+	if p, more := Trim([]int{1, 2, 3}, 2); !reflect.DeepEqual(p, []int{1, 2}) || !more {
+		t.Fatalf("Trim = %v, %v", p, more)
+	}
+	if p, more := Trim([]int{1, 2}, 2); len(p) != 2 || more {
+		t.Fatalf("Trim = %v, %v", p, more)
 	}
 }
