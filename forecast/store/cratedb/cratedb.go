@@ -27,6 +27,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/forecast/store/sqlstore"
 )
 
 // MaxBatch is the most rows one INSERT statement carries. Larger
@@ -56,9 +57,10 @@ type Rows = pgwire.Rows
 
 // Store is a store.DB on CrateDB. Safe for concurrent use.
 type Store struct {
-	db       DB
-	close    func()
-	maxBatch int
+	sqlstore.Reader[pgwire.Rows] // Done, ReadForecasts
+	db                           DB
+	close                        func()
+	maxBatch                     int
 }
 
 var _ store.DB = (*Store)(nil)
@@ -68,7 +70,10 @@ func New(db DB) (*Store, error) {
 	if db == nil {
 		return nil, forecast.Errorf(forecast.EINVALID, "cratedb store: no database connection")
 	}
-	return &Store{db: db, close: func() {}, maxBatch: MaxBatch}, nil
+	return &Store{
+		Reader: sqlstore.Reader[pgwire.Rows]{Query: db.Query, Backend: backend, Dialect: dialect},
+		db:     db, close: func() {}, maxBatch: MaxBatch,
+	}, nil
 }
 
 // Open connects to CrateDB at url, a PostgreSQL connection string such as

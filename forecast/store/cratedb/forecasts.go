@@ -3,15 +3,13 @@ package cratedb
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/forecast/store/sqlstore"
 )
 
 var (
@@ -129,106 +127,5 @@ func uniqueUnits(units []store.Unit) []store.Unit {
 	return slices.CompactFunc(out, func(a, b store.Unit) bool { return a.Zone == b.Zone && a.IssuedAt.Equal(b.IssuedAt) })
 }
 
-// Done implements store.Forecasts: job's units ordered by zone then issue
-// time, in UTC; empty (not nil) when none.
-func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
-	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
-	defer cancel()
-	rows, err := s.db.Query(ctx, `SELECT "zone", "issued_at" FROM "backfill_checkpoints" WHERE "job" = $1 ORDER BY "zone", "issued_at"`, job)
-	if err != nil {
-		return nil, backend.Classify(ctx, "read checkpoints", err)
-	}
-	defer rows.Close()
-	out := []store.Unit{}
-	for rows.Next() {
-		var zone string
-		var at time.Time
-		if err := rows.Scan(&zone, &at); err != nil {
-			return nil, backend.Classify(ctx, "read checkpoints", err)
-		}
-		out = append(out, store.Unit{Zone: forecast.Zone(zone), IssuedAt: at.UTC()})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, backend.Classify(ctx, "read checkpoints", err)
-	}
-	return out, nil
-}
-
-// ReadForecasts implements store.Forecasts, streaming rows to fn ordered
-// by zone, model_name, model_version, issued_at, target_time, signal.
-func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn func(store.ForecastRow) error) error {
-	ctx, cancel := pgwire.WithTimeout(ctx, ReadTimeout)
-	defer cancel()
-	sql, args := forecastQuery(q)
-	rows, err := s.db.Query(ctx, sql, args...)
-	if err != nil {
-		return backend.Classify(ctx, "read forecasts", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			zone, signal string
-			r            store.ForecastRow
-			lower, upper *float64
-		)
-		if err := rows.Scan(&zone, &signal, &r.ModelName, &r.ModelVersion, &r.IssuedAt, &r.TargetTime, &r.Value, &lower, &upper); err != nil {
-			return backend.Classify(ctx, "read forecasts", err)
-		}
-		r.Zone, r.Signal = forecast.Zone(zone), forecast.Signal(signal)
-		r.IssuedAt, r.TargetTime = r.IssuedAt.UTC(), r.TargetTime.UTC()
-		r.Lower, r.Upper = math.NaN(), math.NaN()
-		if lower != nil && upper != nil {
-			r.Lower, r.Upper = *lower, *upper
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return backend.Classify(ctx, "read forecasts", rows.Err())
-}
-
-// forecastQuery builds the SELECT of q with its arguments.
-func forecastQuery(q store.ForecastQuery) (string, []any) {
-	var where []string
-	var args []any
-	add := func(col, op string, arg any) {
-		args = append(args, arg)
-		p := "$" + strconv.Itoa(len(args))
-		if op == "ANY" {
-			where = append(where, quote(col)+" = ANY("+p+")")
-			return
-		}
-		where = append(where, quote(col)+" "+op+" "+p)
-	}
-	if len(q.Zones) > 0 {
-		zones := make([]string, len(q.Zones))
-		for i, z := range q.Zones {
-			zones[i] = string(z)
-		}
-		add("zone", "ANY", zones)
-	}
-	if q.Signal != "" {
-		add("signal", "=", string(q.Signal))
-	}
-	if q.ModelName != "" {
-		add("model_name", "=", q.ModelName)
-	}
-	if q.ModelVersion != "" {
-		add("model_version", "=", q.ModelVersion)
-	}
-	if !q.IssuedFrom.IsZero() {
-		add("issued_at", ">=", q.IssuedFrom.UTC())
-	}
-	if !q.IssuedTo.IsZero() {
-		add("issued_at", "<", q.IssuedTo.UTC())
-	}
-	cols := make([]string, len(forecastCols))
-	for i, c := range forecastCols {
-		cols[i] = quote(c.name)
-	}
-	sql := "SELECT " + strings.Join(cols, ", ") + ` FROM "forecasts"`
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	return sql + ` ORDER BY "zone", "model_name", "model_version", "issued_at", "target_time", "signal"`, args
-}
+// dialect is CrateDB's SQL for sqlstore: identifiers quoted.
+var dialect = sqlstore.Dialect{Quote: true}

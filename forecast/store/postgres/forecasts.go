@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +13,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/forecast/store/sqlstore"
 )
 
 // stagingMode chooses how WriteForecasts gets its staging table.
@@ -188,100 +186,5 @@ func sortedUnits(units []store.Unit) ([]string, []time.Time) {
 	return zones, issued
 }
 
-// Done implements store.Forecasts: job's units ordered by zone then issue
-// time, in UTC; empty (not nil) when the job has none.
-func (s *Store) Done(ctx context.Context, job string) ([]store.Unit, error) {
-	ctx, cancel := pgwire.WithTimeout(ctx, DefaultTimeout)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT zone, issued_at FROM backfill_checkpoints WHERE job = $1 ORDER BY zone COLLATE "C", issued_at`, job)
-	if err != nil {
-		return nil, backend.Classify(ctx, "read checkpoints", err)
-	}
-	out := []store.Unit{}
-	var zone string
-	var at time.Time
-	_, err = pgx.ForEachRow(rows, []any{&zone, &at}, func() error {
-		out = append(out, store.Unit{Zone: forecast.Zone(zone), IssuedAt: at.UTC()})
-		return nil
-	})
-	if err != nil {
-		return nil, backend.Classify(ctx, "read checkpoints", err)
-	}
-	return out, nil
-}
-
-// ReadForecasts implements store.Forecasts. Rows are streamed from the
-// server as fn consumes them, ordered by zone, model_name, model_version,
-// issued_at, target_time (then signal), strings compared bytewise.
-func (s *Store) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn func(store.ForecastRow) error) error {
-	ctx, cancel := pgwire.WithTimeout(ctx, ReadTimeout)
-	defer cancel()
-	sql, args := forecastQuery(q)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return backend.Classify(ctx, "read forecasts", err)
-	}
-	defer rows.Close()
-	var (
-		zone, signal string
-		r            store.ForecastRow
-		lower, upper *float64
-	)
-	dest := []any{&zone, &signal, &r.ModelName, &r.ModelVersion, &r.IssuedAt, &r.TargetTime, &r.Value, &lower, &upper}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return backend.Classify(ctx, "read forecasts", err)
-		}
-		row := r
-		row.Zone, row.Signal = forecast.Zone(zone), forecast.Signal(signal)
-		row.IssuedAt, row.TargetTime = r.IssuedAt.UTC(), r.TargetTime.UTC()
-		row.Lower, row.Upper = math.NaN(), math.NaN()
-		if lower != nil && upper != nil {
-			row.Lower, row.Upper = *lower, *upper
-		}
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-	return backend.Classify(ctx, "read forecasts", rows.Err())
-}
-
-// forecastQuery builds the SELECT of q with its arguments.
-func forecastQuery(q store.ForecastQuery) (string, []any) {
-	var where []string
-	var args []any
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
-	}
-	if len(q.Zones) > 0 {
-		zones := make([]string, len(q.Zones))
-		for i, z := range q.Zones {
-			zones[i] = string(z)
-		}
-		add("zone = ANY(?::text[])", zones)
-	}
-	if q.Signal != "" {
-		add("signal = ?", string(q.Signal))
-	}
-	if q.ModelName != "" {
-		add("model_name = ?", q.ModelName)
-	}
-	if q.ModelVersion != "" {
-		add("model_version = ?", q.ModelVersion)
-	}
-	if !q.IssuedFrom.IsZero() {
-		add("issued_at >= ?", q.IssuedFrom.UTC())
-	}
-	if !q.IssuedTo.IsZero() {
-		add("issued_at < ?", q.IssuedTo.UTC())
-	}
-	var b strings.Builder
-	b.WriteString("SELECT zone, signal, model_name, model_version, issued_at, target_time, value, lower, upper FROM forecasts")
-	if len(where) > 0 {
-		b.WriteString(" WHERE ")
-		b.WriteString(strings.Join(where, " AND "))
-	}
-	b.WriteString(` ORDER BY zone COLLATE "C", model_name COLLATE "C", model_version COLLATE "C", issued_at, target_time, signal COLLATE "C"`)
-	return b.String(), args
-}
+// dialect is PostgreSQL's SQL for sqlstore: strings ordered bytewise.
+var dialect = sqlstore.Dialect{Collate: ` COLLATE "C"`, TextArray: "::text[]"}

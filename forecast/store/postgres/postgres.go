@@ -25,10 +25,12 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/forecast/store/sqlstore"
 )
 
 // Timeouts applied when the caller's context has no deadline.
@@ -49,8 +51,9 @@ const (
 // Store is a store.DB on one PostgreSQL database. Safe for concurrent use;
 // Close it when done.
 type Store struct {
-	pool    *pgxpool.Pool
-	staging stagingMode
+	sqlstore.Reader[pgx.Rows] // Done, ReadForecasts
+	pool                      *pgxpool.Pool
+	staging                   stagingMode
 }
 
 var _ store.DB = (*Store)(nil)
@@ -66,7 +69,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, staging: stagingSession}, nil
+	return &Store{
+		Reader: sqlstore.Reader[pgx.Rows]{Query: pool.Query, Backend: backend, Dialect: dialect},
+		pool:   pool, staging: stagingSession,
+	}, nil
 }
 
 // backend is how this package's errors read and its pools are set up.

@@ -154,7 +154,7 @@ func TestSortedRows(t *testing.T) {
 func TestForecastQuery(t *testing.T) {
 	t.Parallel()
 	from := time.Date(2021, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))
-	sql, args := forecastQuery(store.ForecastQuery{Zones: []forecast.Zone{"DE", "SE"}, Signal: "direct", ModelVersion: "2", IssuedFrom: from})
+	sql, args := dialect.ForecastQuery(store.ForecastQuery{Zones: []forecast.Zone{"DE", "SE"}, Signal: "direct", ModelVersion: "2", IssuedFrom: from})
 	want := `SELECT zone, signal, model_name, model_version, issued_at, target_time, value, lower, upper FROM forecasts ` +
 		`WHERE zone = ANY($1::text[]) AND signal = $2 AND model_version = $3 AND issued_at >= $4 ` +
 		`ORDER BY zone COLLATE "C", model_name COLLATE "C", model_version COLLATE "C", issued_at, target_time, signal COLLATE "C"`
@@ -164,7 +164,7 @@ func TestForecastQuery(t *testing.T) {
 	if len(args) != 4 || args[3].(time.Time).Location() != time.UTC {
 		t.Fatalf("args %v", args)
 	}
-	if sql, args := forecastQuery(store.ForecastQuery{}); strings.Contains(sql, "WHERE") || len(args) != 0 {
+	if sql, args := dialect.ForecastQuery(store.ForecastQuery{}); strings.Contains(sql, "WHERE") || len(args) != 0 {
 		t.Fatalf("empty query: %s %v", sql, args)
 	}
 }
