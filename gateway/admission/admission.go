@@ -95,7 +95,8 @@ type Config struct {
 	// hold); without its Cluster they are admitted unchanged.
 	Workloads Workloads
 	Logger    *slog.Logger // nil: discard
-	// Registerer, when set, registers carbongate_admission_reviews_total.
+	// Registerer, when set, registers carbongate_admission_reviews_total
+	// and the workload metrics (shadow.go).
 	Registerer prometheus.Registerer
 }
 
@@ -112,6 +113,7 @@ type Webhook struct {
 	cfg     Config
 	reviews *prometheus.CounterVec
 	results [3]prometheus.Counter // admitted, denied, unavailable
+	wl      workloadMetrics
 }
 
 // New validates cfg and returns a Webhook.
@@ -141,13 +143,15 @@ func New(cfg Config) (*Webhook, error) {
 	w := &Webhook{cfg: cfg, reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "carbongate_admission_reviews_total",
 		Help: "AdmissionReviews decided, by result: admitted, denied (the template's fault) or unavailable (no schedule from the gateway: denied with 503, or admitted unscheduled when failing open).",
-	}, []string{"result"})}
+	}, []string{"result"}), wl: newWorkloadMetrics()}
 	for i, r := range []string{ResultAdmitted, ResultDenied, ResultUnavailable} {
 		w.results[i] = w.reviews.WithLabelValues(r)
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(w.reviews); err != nil {
-			return nil, fmt.Errorf("admission: register metrics: %w", err)
+		for _, c := range append(w.wl.collectors(), w.reviews) {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("admission: register metrics: %w", err)
+			}
 		}
 	}
 	return w, nil

@@ -59,6 +59,9 @@ type Workloads struct {
 	// Signer signs each decision (hold.AnnotationSignature) for the
 	// controller to verify; required with Cluster.
 	Signer *hold.Signer
+	// Shadow makes shadow mode (shadow.go) the default of namespaces
+	// without hold.NamespaceModeLabel.
+	Shadow bool
 }
 
 // workload is a Job or a bare Pod under admission: its metadata and the
@@ -88,12 +91,11 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
 		return deny(400, "request.object: %v", err)
 	}
-	var nsAnnotations map[string]string
+	var nsLabels, nsAnnotations map[string]string
 	if req.Operation == admissionv1.Create {
-		var nsLabels map[string]string
 		nsLabels, nsAnnotations, _ = wc.Cluster.Namespace(req.Namespace)
 		_, annotated := meta.Annotations[hold.AnnotationDeadline]
-		if !annotated && nsLabels[hold.NamespaceLabel] != hold.NamespaceEnabled {
+		if !annotated && !namespaceOptedIn(nsLabels) {
 			return allow()
 		}
 	}
@@ -115,9 +117,17 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
+	mode, warning := w.mode(req.Namespace, nsLabels)
 	subject := hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: wl.meta.Name, GenerateName: wl.meta.GenerateName}
 	o := w.placeWorkload(ctx, req.Object.Raw, wl, subject, win, watts, requestID, sched)
 	o.warnings = append(o.warnings, win.warnings...)
+	if warning != "" {
+		o.warnings = append(o.warnings, warning)
+	}
+	w.wl.count(req, mode, o)
+	if mode == hold.ModeShadow {
+		return shadowed(o)
+	}
 	return o
 }
 
