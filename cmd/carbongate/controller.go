@@ -37,6 +37,7 @@ type Controller struct {
 	ClusterRegion   string        // --cluster-region
 	HoldDuration    time.Duration // --hold-duration
 	HoldMaxDelay    time.Duration // --hold-max-delay
+	HoldMode        string        // --hold-mode: enforce or shadow
 	QPS             float64       // --kube-qps
 	Burst           int           // --kube-burst
 	DecisionKey     string        // --decision-key-file
@@ -65,6 +66,7 @@ func (c *Controller) flags(fs *flag.FlagSet) {
 		c.VMKinds = controller.DefaultVMKinds().String()
 	}
 	fs.StringVar(&c.VMKinds, "vm-kinds", c.VMKinds, "the only kinds each provider's VmTemplate template (ConfigMap carbongate-vm-<provider>) may render, as provider=group/Kind,…; grant the controller create and get on exactly these")
+	fs.StringVar(&c.HoldMode, "hold-mode", hold.ModeEnforce, "how the webhook treats opted-in Jobs and Pods of namespaces without the label "+hold.NamespaceModeLabel+": enforce (hold them) or shadow (decide and annotate them, marked "+hold.AnnotationShadow+", but let them run as submitted)")
 	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
 }
 
@@ -85,6 +87,8 @@ func (c *Controller) check() error {
 		return fmt.Errorf("--kube-qps must be positive and --kube-burst at least 1, got %v and %d", c.QPS, c.Burst)
 	case c.HoldDuration <= 0 || c.HoldMaxDelay < 0:
 		return fmt.Errorf("--hold-duration must be positive and --hold-max-delay not negative, got %v and %v", c.HoldDuration, c.HoldMaxDelay)
+	case c.HoldMode != hold.ModeEnforce && c.HoldMode != hold.ModeShadow:
+		return fmt.Errorf("--hold-mode must be %s or %s, got %q", hold.ModeEnforce, hold.ModeShadow, c.HoldMode)
 	}
 	return nil
 }
@@ -143,7 +147,8 @@ func (c *Controller) workloads(clk clock.Clock) admission.Workloads {
 		return admission.Workloads{}
 	}
 	return admission.Workloads{Cluster: c.ctl.Cluster(), Provider: c.ClusterProvider, Region: c.ClusterRegion,
-		Duration: c.HoldDuration, MaxDelay: c.HoldMaxDelay, Now: clk.Now, Signer: c.signer}
+		Duration: c.HoldDuration, MaxDelay: c.HoldMaxDelay, Now: clk.Now, Signer: c.signer,
+		Shadow: c.HoldMode == hold.ModeShadow}
 }
 
 // start runs the controller until close; a failure is reported on done.

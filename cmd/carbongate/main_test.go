@@ -180,6 +180,8 @@ func TestParseFlags(t *testing.T) {
 		{"zero upstream timeout", []string{"--upstream-timeout", "0s"}, false},
 		{"zero breaker failures", []string{"--breaker-failures", "0"}, false},
 		{"negative route refresh", []string{"--route-refresh", "-1s"}, false},
+		{"hold mode shadow", []string{"--controller", "--hold-mode", "shadow"}, true},
+		{"bad hold mode", []string{"--controller", "--hold-mode", "dry-run"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

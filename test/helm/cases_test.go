@@ -244,6 +244,7 @@ const (
 var rejectCases = []rejectCase{
 	{"misspelled key", "gateway: {replica: 3}", "replica"},
 	{"unknown admission mode", "admission: {mode: kyverno}", "/admission/mode"},
+	{"unknown hold mode", "controller: {enabled: true, holdMode: dry-run}", "/controller/holdMode"},
 	{"grace period not above drain + shutdown", "gateway: {drainDelaySeconds: 20, shutdownTimeoutSeconds: 10, terminationGracePeriodSeconds: 30}",
 		"terminationGracePeriodSeconds (30) must exceed"},
 	{"registry without its Secret", "registry: {enabled: true}", "registry.uriSecret.name"},

@@ -20,7 +20,8 @@ import (
 // the rules of deploy/controller/rbac.yaml (which the Kubernetes tests run
 // the controller with) — with controller.vmKinds' rules in place of the
 // default VM kinds' — bound to the chart's ServiceAccount, and the
-// controller's flags; disabled, none of it.
+// controller's flags (controller.holdMode as --hold-mode); disabled, none
+// of it.
 func TestControllerRBACMatchesDeploy(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(services.RepoRoot(t), "deploy", "controller", "rbac.yaml"))
@@ -66,8 +67,12 @@ func TestControllerRBACMatchesDeploy(t *testing.T) {
 		t.Errorf("the chart's Lease role %+v, want the rules of deploy/controller/rbac.yaml", lease)
 	}
 	args := got.Deployments[0].Spec.Template.Spec.Containers[0].Args
-	if !slices.Contains(args, "--controller") || !slices.Contains(args, "--controller-namespace=carbon") {
-		t.Errorf("args %v, want --controller with the Lease in the release namespace", args)
+	if !slices.Contains(args, "--controller") || !slices.Contains(args, "--controller-namespace=carbon") || !slices.Contains(args, "--hold-mode=enforce") {
+		t.Errorf("args %v, want --controller with the Lease in the release namespace, holding by default", args)
+	}
+	shadow := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true, holdMode: shadow}"))
+	if args := shadow.Deployments[0].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--hold-mode=shadow") {
+		t.Errorf("controller.holdMode shadow: args %v, want --hold-mode=shadow", args)
 	}
 	checkDecisionKey(t, got, "carbongate-decision-key")
 	own := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true, decisionKey: {secretName: mine, key: k}}"))
