@@ -26,7 +26,20 @@ func (e *ctlEnv) testShadow(t *testing.T, g *gate) {
 	e.c.namespace(t, ns, map[string]string{labelMode: ctlMode, hold.NamespaceModeLabel: hold.ModeShadow})
 	jobs := e.c.kube.BatchV1().Jobs(ns)
 	deadline := g.now(t).Add(14 * time.Hour).Format(time.RFC3339)
-	j, err := jobs.Create(ctx, testJob("train", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H", hold.AnnotationPowerWatts: "250"}), metav1.CreateOptions{})
+	job := testJob("train", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H", hold.AnnotationPowerWatts: "250"})
+	// The webhook reads namespaces from the controller's cache: wait until
+	// it knows this one (dry runs are not counted).
+	eventually(t, 10*time.Second, "namespace "+ns+" seen by the webhook", func() error {
+		out, err := jobs.Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if out.Annotations[hold.AnnotationShadow] != "true" {
+			return fmt.Errorf("annotations %v", out.Annotations)
+		}
+		return nil
+	})
+	j, err := jobs.Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
