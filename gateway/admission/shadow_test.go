@@ -31,7 +31,7 @@ func modeNamespaces() map[string][2]map[string]string {
 func shadowHook(t testing.TB, fs *fakeScheduler, shadowDefault bool) *Webhook {
 	t.Helper()
 	w, err := New(Config{Scheduler: fs, Data: world(), Workloads: Workloads{Shadow: shadowDefault,
-		Cluster: fakeCluster{regions: []string{"westeurope", "germanyn"}, ns: modeNamespaces()}, Now: func() time.Time { return now }}})
+		Cluster: fakeCluster{regions: []string{"westeurope", "germanyn"}, ns: modeNamespaces()}, Now: func() time.Time { return now }, Signer: testSigner}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ const AnnotationSignature = "carbongate.io/decision-signature"
 var Outputs = []string{
 	AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy,
 	AnnotationSavingsPct, AnnotationAvoidedGrams, AnnotationSignature,
-	AnnotationProvenance, AnnotationUnscheduled,
+	AnnotationProvenance, AnnotationUnscheduled, AnnotationShadow,
 }
 
 // ReleaseStamp are the annotations a release writes.
