@@ -153,6 +153,7 @@ func TestEnvHonoured(t *testing.T) {
 		{"schedule", map[string]string{"CARBONGATE_URL": "http://127.0.0.1:1"}, []string{"--url", "http://127.0.0.1:2", "--zones", "DE", "--duration", "1h"}, 1, "carbongate at http://127.0.0.1:2"},
 		{"forecast", map[string]string{"CARBONGATE_TIMEOUT": "0s"}, []string{"--zone", "DE"}, 2, "--timeout must be positive"},
 		{"forecast", map[string]string{"CARBONGATE_TIMEOUT": "soon"}, []string{"--zone", "DE"}, 2, `$CARBONGATE_TIMEOUT: invalid value "soon" for --timeout`},
+		{"report", map[string]string{"CARBONGATE_OUTPUT": "xml"}, []string{"--kubeconfig", "k", "--data", "bundled"}, 2, `--output "xml"`},
 		{"regions", map[string]string{"CARBONGATE_PROVIDER": "oci"}, nil, 0, "oracle: 27 regions"},
 	} {
 		for k, v := range c.env {

@@ -47,6 +47,7 @@ func commands() map[string]command {
 		"backfill": {summary: "issue forecasts over a past range as they would have been issued and write them to the forecast store", run: runBackfill},
 		"schedule": {summary: "ask a carbongate where and when to run a job (table or JSON; --run-now-below gates a CI job by exit code)", run: runSchedule},
 		"forecast": {summary: "print a carbongate's current forecast of a zone (table or JSON)", run: runForecast},
+		"report":   {summary: "the ledger of held workloads: grams promised (forecast) and realized (observed) per workload and per namespace and zone (CSV or JSON)", run: runReport},
 		"regions":  {summary: "list the cloud regions carbonctl knows per provider: zone, bundled zone data, place (table or JSON; reads no server)", run: runRegions},
 	}
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/dataset/bundled"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+func held(ns, name, zone string, created time.Time, extra map[string]string) metav1.ObjectMeta {
+	a := map[string]string{hold.AnnotationZone: zone, hold.AnnotationPowerWatts: "2000", hold.AnnotationAvoidedGrams: "500"}
+	for k, v := range extra {
+		a[k] = v
+	}
+	return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{hold.Label: hold.Released},
+		Annotations: a, CreationTimestamp: metav1.NewTime(created)}
+}
+
+func tp(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+// reportObjects are a realized Job, a Job not started, a Pod deleted
+// before it ran, a realized Pod in another namespace, one with a bad zone.
+func reportObjects(t0 time.Time) []runtime.Object {
+	done := &batchv1.Job{ObjectMeta: held("team", "done", "DE", t0, nil),
+		Status: batchv1.JobStatus{StartTime: tp(t0.Add(10 * time.Hour)), CompletionTime: tp(t0.Add(12 * time.Hour))}}
+	waiting := &batchv1.Job{ObjectMeta: held("team", "waiting", "DE", t0.Add(time.Hour), nil)}
+	gone := &corev1.Pod{ObjectMeta: held("team", "gone", "DE", t0, nil)}
+	gone.DeletionTimestamp, gone.Finalizers = tp(t0.Add(2*time.Hour)), []string{"example.com/keep"}
+	pod := &corev1.Pod{ObjectMeta: held("other", "pod", "DE", t0, nil), Status: corev1.PodStatus{
+		Phase: corev1.PodSucceeded, StartTime: tp(t0.Add(3 * time.Hour)),
+		ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(t0.Add(4 * time.Hour))}}}}}}
+	bad := &batchv1.Job{ObjectMeta: held("team", "bad", "D E", t0, nil)}
+	return []runtime.Object{done, waiting, gone, pod, bad}
+}
+
+func TestReportBundled(t *testing.T) {
+	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	cs := fake.NewSimpleClientset(reportObjects(t0)...)
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return cs, nil }}
+	var out, errOut bytes.Buffer
+	err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json", "--from", "2021-06-01", "--to", "2021-06-02"}, &out, &errOut, env)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "skipped Job team/bad: annotation "+hold.AnnotationZone) {
+		t.Errorf("stderr %q does not say the bad Job was skipped", errOut.String())
+	}
+	var doc struct {
+		Workloads []map[string]any `json:"workloads"`
+		Totals    []map[string]any `json:"totals"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := bundled.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	de := tables["DE"].Series(forecast.SignalLifecycle)
+	sum := func(from, to int) float64 { // 2 kW over whole hours
+		g := 0.0
+		for h := from; h < to; h++ {
+			v, _ := de.At(t0.Add(time.Duration(h) * time.Hour))
+			g += 2 * v
+		}
+		return g
+	}
+	byName := map[string]map[string]any{}
+	for _, w := range doc.Workloads {
+		byName[w["name"].(string)] = w
+	}
+	if len(byName) != 4 {
+		t.Fatalf("%d workloads, want 4: %s", len(byName), out.String())
+	}
+	done := byName["done"]
+	// ran 10:00–12:00; at admission it would have run 00:00–02:00.
+	if done["status"] != "realized" || !near(done["realized_g"], sum(10, 12)) || !near(done["run_at_admission_g"], sum(0, 2)) ||
+		!near(done["realized_avoided_g"], sum(0, 2)-sum(10, 12)) || done["promised_avoided_g"] != 500.0 {
+		t.Errorf("done = %v, want realized %v, run at admission %v", done, sum(10, 12), sum(0, 2))
+	}
+	if done["accounting"] != "location-based average (lifecycle)" {
+		t.Errorf("accounting %v", done["accounting"])
+	}
+	if w := byName["waiting"]; w["status"] != "pending" || w["realized_avoided_g"] != nil {
+		t.Errorf("waiting = %v, want pending without grams", w)
+	}
+	if w := byName["gone"]; w["status"] != "deleted" {
+		t.Errorf("gone = %v, want deleted", w)
+	}
+	if w := byName["pod"]; w["status"] != "realized" || !near(w["realized_g"], sum(3, 4)) {
+		t.Errorf("pod = %v, want realized %v", w, sum(3, 4))
+	}
+	if len(doc.Totals) != 2 || doc.Totals[1]["namespace"] != "team" || doc.Totals[1]["pending"] != 1.0 ||
+		doc.Totals[1]["deleted"] != 1.0 || doc.Totals[1]["promised_avoided_g"] != 1500.0 || doc.Totals[1]["promised_avoided_g_of_realized"] != 500.0 {
+		t.Errorf("totals = %v", doc.Totals)
+	}
+}
+
+func near(got any, want float64) bool {
+	g, ok := got.(float64)
+	return ok && math.Abs(g-want) < 1e-6
+}
+
+func TestReportSelection(t *testing.T) {
+	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	cs := fake.NewSimpleClientset(reportObjects(t0)...)
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return cs, nil }}
+	var out, errOut bytes.Buffer
+	// waiting was admitted at 01:00: --from 01:00 keeps it alone in team.
+	err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--namespace", "team", "--zone", "de", "--from", "2021-06-01T01:00:00Z"}, &out, &errOut, env)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	rows := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(rows) != 5 || !strings.HasPrefix(rows[1], "Job,team,waiting,DE,DE,lifecycle,") || rows[2] != "" || !strings.HasPrefix(rows[4], "team,DE,location-based average (lifecycle),1,0,0,1,0,0,500,0,0,0,0") {
+		t.Fatalf("csv:\n%s", out.String())
+	}
+}
+
+func TestReportUsage(t *testing.T) {
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { t.Fatal("reached the cluster"); return nil, nil }}
+	for _, args := range [][]string{
+		{"--data", "bundled"},
+		{"--kubeconfig", "x"},
+		{"--kubeconfig", "x", "--data", "bundled", "--store", "postgres://h/db"},
+		{"--kubeconfig", "x", "--data", "bundled", "--output", "xml"},
+		{"--kubeconfig", "x", "--data", "bundled", "--signal", "average"},
+		{"--kubeconfig", "x", "--data", "bundled", "--zone", "D E"},
+		{"--kubeconfig", "x", "--data", "bundled", "--from", "2021-06-02", "--to", "2021-06-01"},
+		{"--kubeconfig", "x", "--data", "bundled", "--from", "June"},
+	} {
+		err := reportWith(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}, env)
+		if !isUsage(err) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+}
