@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/registry"
 	regconnect "github.com/carbongate/carbongate/registry/connect"
-	"github.com/carbongate/carbongate/test/services"
 )
 
 // TestDecisionsPostgres replays the stored forecasts of two versions
@@ -20,18 +18,9 @@ import (
 // the version with the lower error but the worse decisions, against one
 // PostgreSQL database holding the registry and the forecast store.
 func TestDecisionsPostgres(t *testing.T) {
-	pg := services.StartPostgres(t)
-	url := pg.Database(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := connect.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, url := pgStore(ctx, t)
 	observeDE(t, db, 15)
 	backfillDE(t, db, "carbon-forecaster-DE", "1", 0, 10, 0.08, 0)
 	backfillBumped(t, db, "carbon-forecaster-DE", "2", 0, 10, 3)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/registry"
 	regconnect "github.com/carbongate/carbongate/registry/connect"
@@ -20,19 +21,9 @@ import (
 // through the command line against one PostgreSQL database holding both
 // the registry (MLflow's tables) and the forecast store.
 func TestEvaluatePromotePostgres(t *testing.T) {
-	pg := services.StartPostgres(t)
-	url := pg.Database(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	db, err := connect.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, url := pgStore(ctx, t)
 	observeDE(t, db, 30)
 	backfillDE(t, db, "carbon-forecaster-DE", "1", 0, 10, 0.08, 0.1)
 	backfillDE(t, db, "carbon-forecaster-DE", "2", 5, 15, 0.04, 0.1)
@@ -107,4 +98,20 @@ func TestEvaluatePromotePostgres(t *testing.T) {
 	if code, out, errOut := run("promote", "--registry", url, "--zone", "DE", "--if-better", "--store", url); code != 0 || !strings.Contains(out, "already the target") {
 		t.Fatalf("second promote: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// pgStore starts PostgreSQL and returns a migrated forecast store in a
+// database of its own, closed at the test's end, and its URL.
+func pgStore(ctx context.Context, t *testing.T) (store.DB, string) {
+	t.Helper()
+	url := services.StartPostgres(t).Database(t)
+	db, err := connect.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db, url
 }
