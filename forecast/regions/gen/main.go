@@ -1,5 +1,7 @@
-// Command gen writes forecast/regions/data/regions.csv, the cloud region
-// table: every region of AWS, Azure, Google Cloud and Oracle Cloud that a
+// Command gen writes forecast/regions/data/climatology.csv (annual
+// figures from codecarbon's global_energy_mix.json for zones the GSF
+// metadata has none for; see climatology.go) and
+// forecast/regions/data/regions.csv, the cloud region table: every region of AWS, Azure, Google Cloud and Oracle Cloud that a
 // pinned source lists, with its place, coordinates, Electricity Maps zone
 // and the source of each fact. The sources (see ATTRIBUTION.md):
 //
@@ -78,6 +80,12 @@ func main() {
 	b, err := render(*dir, *tarballs, *wheels)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(*dir, "data", "regions.csv"), b, 0o644)
+	}
+	if err == nil {
+		b, err = renderClimatology(*wheels)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(*dir, "data", "climatology.csv"), b, 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)

@@ -25,26 +25,31 @@ func inputs(t *testing.T) (tarballs, wheels string) {
 	return tarballs, wheels
 }
 
-// TestTableUpToDate regenerates regions.csv from the pinned inputs and
-// compares it byte for byte with the committed one.
+// TestTableUpToDate regenerates regions.csv and climatology.csv from the
+// pinned inputs and compares them byte for byte with the committed ones.
 func TestTableUpToDate(t *testing.T) {
 	tarballs, wheels := inputs(t)
-	want, err := render("..", tarballs, wheels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "data", "regions.csv")
-	if *update {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
+	for name, gen := range map[string]func() ([]byte, error){
+		"regions.csv":     func() ([]byte, error) { return render("..", tarballs, wheels) },
+		"climatology.csv": func() ([]byte, error) { return renderClimatology(wheels) },
+	} {
+		want, err := gen()
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Error("regions.csv is stale: run make generate (or go test ./forecast/regions/gen -update)")
+		path := filepath.Join("..", "data", name)
+		if *update {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run make generate (or go test ./forecast/regions/gen -update)", name)
+		}
 	}
 }
 
