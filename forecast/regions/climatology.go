@@ -16,13 +16,15 @@ import (
 
 // Climatology is the annual grid intensity of a zone.
 //
-// Its one source is the GSF Real Time Cloud metadata's
+// Its first source is the GSF Real Time Cloud metadata's
 // grid-carbon-intensity-average-consumption-annual column: Electricity
 // Maps' consumption-based annual average for the row's em-zone-id.
 // Electricity Maps publishes that average on a life-cycle basis, so it
-// is a figure of the lifecycle signal only; no bundled source gives an
-// annual direct (combustion-only) figure. Per zone, the mean over the rows
-// of the latest year in which any row of the zone has a value.
+// is a figure of the lifecycle signal only. Per zone, the mean over the rows
+// of the latest year in which any row of the zone has a value. For zones
+// it lacks, data/climatology.csv (figures.go) adds figures of other pinned
+// sources, each row naming its signal; no bundled source gives an annual
+// direct (combustion-only) figure.
 
 //go:embed data/cloud_region_metadata.csv.gz
 var embeddedMetadataGz []byte
@@ -132,28 +134,36 @@ func ParseClimatology(r io.Reader) (climatology, error) {
 }
 
 func metaError(line int, format string, args ...any) error {
+	return metaErrorNamed(metaName, line, format, args...)
+}
+
+// metaErrorNamed is EINVALID naming the input and the line (0: none).
+func metaErrorNamed(name string, line int, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if line > 0 {
-		msg = fmt.Sprintf("%s line %d: %s", metaName, line, msg)
+		msg = fmt.Sprintf("%s line %d: %s", name, line, msg)
 	} else {
-		msg = metaName + ": " + msg
+		msg = name + ": " + msg
 	}
 	return forecast.Errorf(forecast.EINVALID, "%s", msg)
 }
 
-// Climatology returns the zone's annual grid intensity in gCO2eq/kWh, a
-// lifecycle figure (see Figure), and false when no row of the zone has one.
+// Climatology returns the zone's annual lifecycle grid intensity in
+// gCO2eq/kWh (see ClimatologyOf), and false when no source has one.
 func (t *Table) Climatology(zone forecast.Zone) (float64, bool) {
-	f, ok := t.clim[zone]
+	f, ok := t.ClimatologyOf(zone, forecast.SignalLifecycle)
 	return f.Value, ok
 }
 
 // ClimatologyOf returns the zone's climatology for signal with its source:
-// false when there is none, as for every signal but lifecycle.
+// for lifecycle the GSF metadata's figure, else one of data/climatology.csv
+// of that signal; false when there is none.
 func (t *Table) ClimatologyOf(zone forecast.Zone, signal forecast.Signal) (Figure, bool) {
-	if signal != forecast.SignalLifecycle {
-		return Figure{}, false
+	if signal == forecast.SignalLifecycle {
+		if f, ok := t.clim[zone]; ok {
+			return f, true
+		}
 	}
-	f, ok := t.clim[zone]
+	f, ok := t.more[signal][zone]
 	return f, ok
 }

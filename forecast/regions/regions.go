@@ -53,10 +53,11 @@ type Region struct {
 // Table is a parsed region table. It is immutable: methods return copies,
 // and a Table is safe for concurrent use.
 type Table struct {
-	regions []Region            // sorted by (provider, region)
-	byKey   map[key]int         // index into regions
-	clim    climatology         // Climatology
-	names   map[string][]string // provider → its region names, for suggestions
+	regions []Region                        // sorted by (provider, region)
+	byKey   map[key]int                     // index into regions
+	clim    climatology                     // the GSF metadata's lifecycle figures
+	more    map[forecast.Signal]climatology // data/climatology.csv's, where clim has none
+	names   map[string][]string             // provider → its region names, for suggestions
 }
 
 type key struct{ provider, region string }
@@ -182,7 +183,11 @@ var defaultTable = sync.OnceValues(func() (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseTable(strings.NewReader(embeddedTable), m)
+	t, err := ParseTable(strings.NewReader(embeddedTable), m)
+	if err != nil {
+		return nil, err
+	}
+	return t, t.addFigures(strings.NewReader(embeddedFigures))
 })
 
 // Default returns the table of the embedded data. It is parsed on the

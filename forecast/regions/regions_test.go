@@ -161,3 +161,33 @@ func BenchmarkLookupMisspelt(b *testing.B) {
 		})
 	}
 }
+
+// TestClimatologyFigures: zones without a GSF figure get codecarbon's
+// lifecycle figure (Our World in Data / Ember), named as such, never a
+// direct one; CA-AB and US-SW-AZPS have no figure of any signal.
+func TestClimatologyFigures(t *testing.T) {
+	t.Parallel()
+	tb, err := regions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range []forecast.Zone{"MX", "MY-WM", "NO-NO1", "NO-NO2", "QA", "TH"} {
+		f, ok := tb.ClimatologyOf(z, forecast.SignalLifecycle)
+		if !ok || f.Value <= 0 || !strings.HasPrefix(f.Source, "codecarbon@") || !strings.HasSuffix(f.Source, "global_energy_mix.json:carbon_intensity") || f.Year < 2020 {
+			t.Errorf("%s lifecycle climatology %+v, %v", z, f, ok)
+		}
+		if v, ok := tb.Climatology(z); !ok || v != f.Value {
+			t.Errorf("%s Climatology %v, %v, want %v", z, v, ok, f.Value)
+		}
+		if _, ok := tb.ClimatologyOf(z, forecast.SignalDirect); ok {
+			t.Errorf("%s has a direct climatology", z)
+		}
+	}
+	for _, z := range []forecast.Zone{"CA-AB", "US-SW-AZPS"} {
+		for _, s := range forecast.Signals {
+			if f, ok := tb.ClimatologyOf(z, s); ok {
+				t.Errorf("%s has a %s climatology %+v", z, s, f)
+			}
+		}
+	}
+}
