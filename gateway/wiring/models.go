@@ -117,7 +117,7 @@ func climatology(t *regions.Table) func(forecast.Zone, forecast.Signal) (float64
 	return func(z forecast.Zone, s forecast.Signal) (float64, string, error) {
 		f, ok := t.ClimatologyOf(z, s)
 		if !ok {
-			return 0, "", forecast.Errorf(forecast.ENOTFOUND, "no %s climatology for %s: the bundled annual figures (%s) are of the lifecycle signal", s, z, regions.ClimatologySource)
+			return 0, "", forecast.Errorf(forecast.ENOTFOUND, "no %s climatology for %s: the bundled annual figures (%s; codecarbon's global_energy_mix.json) are of the lifecycle signal", s, z, regions.ClimatologySource)
 		}
 		return f.Value, fmt.Sprintf("%s:%d", f.Source, f.Year), nil
 	}
