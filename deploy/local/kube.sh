@@ -102,7 +102,7 @@ down() {
 
 print_lines() {
   local path_line=""
-  if ! kubectl_recent && [ -n "${KUBE_ASSETS:-}" ]; then
+  if ! PATH="$user_path" kubectl_recent && [ -n "${KUBE_ASSETS:-}" ]; then
     path_line="  # no kubectl of 1.32 or later on this PATH: use the one test/setup/kube.sh built
   export PATH=$(cd "$KUBE_ASSETS" && pwd):\$PATH
 "
@@ -204,6 +204,10 @@ certificates() {
     openssl pkey -in sa.key -pubout -out sa.pub
   )
 }
+
+# The PATH the user runs the printed lines with (up may put the kubectl that
+# test/setup/kube.sh built before it).
+user_path="$PATH"
 
 # kubectl_recent: is the kubectl on PATH one of 1.32 or later (what the
 # server-side dry runs and waits below need)?
