@@ -31,6 +31,21 @@ func (e *ctlEnv) optedIn(t *testing.T, name string, annotations map[string]strin
 	if _, err := e.c.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The webhook reads namespaces from the controller's cache: wait, with
+	// dry runs, until it treats this one as opted in (held or unscheduled),
+	// or a loaded machine makes the first Job look like one of a namespace
+	// it does not know.
+	jobs := e.c.kube.BatchV1().Jobs(name)
+	eventually(t, 10*time.Second, "namespace "+name+" seen by the webhook", func() error {
+		out, err := jobs.Create(context.Background(), testJob("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if out.Labels[hold.Label] == "" && out.Annotations[admission.AnnotationUnscheduled] == "" {
+			return fmt.Errorf("labels %v annotations %v", out.Labels, out.Annotations)
+		}
+		return nil
+	})
 }
 
 // checkUnheld checks a workload was admitted unheld, saying why.
