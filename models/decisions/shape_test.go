@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,9 @@ func TestDefaultAndReadShapes(t *testing.T) {
 	d := decisions.DefaultShapes()
 	if len(d) != 3 || d[2].Duration != 8*time.Hour || d[2].Slack != 48*time.Hour {
 		t.Fatalf("default shapes %v", d)
+	}
+	if parsed, err := decisions.ParseShapes(decisions.DefaultShapeList); err != nil || !reflect.DeepEqual(parsed, d) {
+		t.Fatalf("ParseShapes(DefaultShapeList) = %v, %v; want DefaultShapes() %v", parsed, err, d)
 	}
 	got, err := decisions.ReadShapes(strings.NewReader("# jobs\n1h/12h\n\n3h/24h@DE+PL\n"))
 	if err != nil || len(got) != 2 || got[1].String() != "3h/24h@DE+PL" {
