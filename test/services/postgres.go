@@ -259,7 +259,7 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+		if _, taken := handedOut.LoadOrStore(port, portSeq.Add(1)); !taken {
 			return port, nil
 		}
 	}

@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -36,7 +37,7 @@ func FreePort(tb testing.TB) int {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+		if _, taken := handedOut.LoadOrStore(port, portSeq.Add(1)); !taken {
 			return port
 		}
 	}
@@ -133,13 +134,15 @@ func start(tb testing.TB, timeout time.Duration, build func() spec) *Proc {
 	var last *Proc
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
+		mark := portSeq.Load()
 		s := build()
+		ports := portsSince(mark, s.args, s.env)
 		p, err := launch(tb, s, attempt)
 		if err != nil {
 			tb.Fatalf("services: start %s: %v", s.name, err)
 		}
 		tb.Cleanup(p.Kill)
-		err = waitReady(p, s.ready, timeout)
+		err = waitReady(p, s.ready, ports, timeout)
 		if err == nil {
 			tb.Cleanup(func() {
 				if tb.Failed() {
@@ -150,7 +153,7 @@ func start(tb testing.TB, timeout time.Duration, build func() spec) *Proc {
 		}
 		p.Kill()
 		last, lastErr = p, err
-		if !portClash(p.Log()) {
+		if !errors.Is(err, errPortTaken) && !portClash(p.Log()) {
 			break
 		}
 	}
@@ -210,7 +213,7 @@ func startServer(pick func() error, launch func() (*Proc, error), ready func(con
 		if err != nil {
 			return nil, err
 		}
-		if err = waitReady(proc, ready, DefaultStartTimeout); err == nil {
+		if err = waitReady(proc, ready, nil, DefaultStartTimeout); err == nil {
 			return proc, nil
 		}
 		proc.Kill()
@@ -222,7 +225,10 @@ func startServer(pick func() error, launch func() (*Proc, error), ready func(con
 	return nil, lastErr
 }
 
-func waitReady(p *Proc, ready func(context.Context) error, timeout time.Duration) error {
+// waitReady polls ready until it passes while p runs. A pass counts only
+// if no other process listens on one of ports (p's own): else the check
+// may have been answered by that process, and errPortTaken is returned.
+func waitReady(p *Proc, ready func(context.Context) error, ports []int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var err error
@@ -234,7 +240,12 @@ func waitReady(p *Proc, ready func(context.Context) error, timeout time.Duration
 		err = ready(cctx)
 		ccancel()
 		if err == nil {
-			return nil
+			if err = foreignListener(p.Pid(), ports); err == nil && !p.Exited() {
+				return nil
+			}
+			if errors.Is(err, errPortTaken) {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
