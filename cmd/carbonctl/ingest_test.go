@@ -14,6 +14,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/dataset"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
 
 const emHeader = dataset.HeaderB + "\n"
@@ -41,15 +42,6 @@ const layoutA = "datetime_utc,ci_direct,ci_lifecycle,wind_mwh,coal_mwh\n" +
 	"2020-01-01T01:00:00+01:00,100,150,10,20\n" + // same hour, other offset: identical duplicate
 	"2020-01-01T01:00:00Z,,151,11,21\n" + // gap filled
 	"2020-01-01T02:00:00Z,102,152,12,22\n"
-
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func gzipped(t *testing.T, s string) []byte {
 	t.Helper()
@@ -88,8 +80,8 @@ func listFiles(t *testing.T, dir string) []string {
 func TestIngestBothLayouts(t *testing.T) {
 	t.Parallel()
 	in, out := t.TempDir(), filepath.Join(t.TempDir(), "data")
-	em := writeFile(t, in, "electricitymaps_DE_2021.csv", []byte(emRows(0, 48, linear)))
-	se := writeFile(t, in, "SE.csv.gz", gzipped(t, layoutA))
+	em := testsupport.WriteFile(t, in, "electricitymaps_DE_2021.csv", []byte(emRows(0, 48, linear)))
+	se := testsupport.WriteFile(t, in, "SE.csv.gz", gzipped(t, layoutA))
 
 	stdout, stderr, err := ingest(t, "--out", out, em, se)
 	if err != nil {
@@ -143,8 +135,8 @@ func TestIngestBothLayouts(t *testing.T) {
 func TestIngestSecondPeriod(t *testing.T) {
 	t.Parallel()
 	in, out := t.TempDir(), t.TempDir()
-	p1 := writeFile(t, in, "2021-01-01.csv", []byte(emRows(0, 24, linear)))
-	p2 := writeFile(t, in, "2021-01-02.csv", []byte(emRows(24, 48, linear)))
+	p1 := testsupport.WriteFile(t, in, "2021-01-01.csv", []byte(emRows(0, 24, linear)))
+	p2 := testsupport.WriteFile(t, in, "2021-01-02.csv", []byte(emRows(24, 48, linear)))
 	for _, p := range []string{p1, p2} {
 		if _, stderr, err := ingest(t, "--out", out, p); err != nil {
 			t.Fatalf("%s: %v\n%s", p, err, stderr)
@@ -159,7 +151,7 @@ func TestIngestSecondPeriod(t *testing.T) {
 	}
 
 	// A third period that disagrees with the second is refused.
-	p3 := writeFile(t, in, "2021-01-03.csv", []byte(emRows(40, 60, func(h int) float64 { return 900 })))
+	p3 := testsupport.WriteFile(t, in, "2021-01-03.csv", []byte(emRows(40, 60, func(h int) float64 { return 900 })))
 	stdout, stderr, err := ingest(t, "--out", out, p3)
 	if err == nil {
 		t.Fatalf("conflicting period accepted:\n%s", stdout)
@@ -175,8 +167,8 @@ func TestIngestSecondPeriod(t *testing.T) {
 func TestIngestRefusesErrors(t *testing.T) {
 	t.Parallel()
 	in, out := t.TempDir(), filepath.Join(t.TempDir(), "data")
-	good := writeFile(t, in, "DE.csv", []byte(emRows(0, 24, linear)))
-	bad := writeFile(t, in, "PL.csv", []byte("datetime_utc,ci_direct,ci_lifecycle\n"+
+	good := testsupport.WriteFile(t, in, "DE.csv", []byte(emRows(0, 24, linear)))
+	bad := testsupport.WriteFile(t, in, "PL.csv", []byte("datetime_utc,ci_direct,ci_lifecycle\n"+
 		"2021-01-01T00:00:00Z,1,2\n2021-01-01T00:30:00Z,1,2\n2021-01-01T10:00:00Z,1,2\n"))
 	stdout, stderr, err := ingest(t, "--out", out, good, bad)
 	if err == nil {
@@ -204,7 +196,7 @@ func TestIngestRefusesErrors(t *testing.T) {
 func TestIngestZoneFlag(t *testing.T) {
 	t.Parallel()
 	in, out := t.TempDir(), t.TempDir()
-	f := writeFile(t, in, "2020-q1.csv", []byte(layoutA))
+	f := testsupport.WriteFile(t, in, "2020-q1.csv", []byte(layoutA))
 	if _, stderr, err := ingest(t, "--out", out, f); err == nil || !strings.Contains(stderr, f+": error: cannot tell the zone") {
 		t.Fatalf("err=%v, stderr=%q; want a zone error", err, stderr)
 	}
@@ -215,7 +207,7 @@ func TestIngestZoneFlag(t *testing.T) {
 		t.Fatalf("files=%v, want %v", got, want)
 	}
 	// --zone must agree with an Electricity Maps file.
-	em := writeFile(t, in, "em.csv", []byte(emRows(0, 2, linear)))
+	em := testsupport.WriteFile(t, in, "em.csv", []byte(emRows(0, 2, linear)))
 	if _, _, err := ingest(t, "--out", out, "--zone", "NL", em); err == nil {
 		t.Fatal("zone conflict accepted")
 	}
@@ -224,7 +216,7 @@ func TestIngestZoneFlag(t *testing.T) {
 func TestIngestCheckOnly(t *testing.T) {
 	t.Parallel()
 	in, out := t.TempDir(), filepath.Join(t.TempDir(), "data")
-	f := writeFile(t, in, "DE.csv", []byte(emRows(0, 3, linear)))
+	f := testsupport.WriteFile(t, in, "DE.csv", []byte(emRows(0, 3, linear)))
 	stdout, _, err := ingest(t, "--check", "--out", out, f)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +269,7 @@ func TestIngestUsage(t *testing.T) {
 func TestIngestStoreURL(t *testing.T) {
 	t.Parallel()
 	in, out := t.TempDir(), filepath.Join(t.TempDir(), "data")
-	f := writeFile(t, in, "DE.csv", []byte(emRows(0, 3, linear)))
+	f := testsupport.WriteFile(t, in, "DE.csv", []byte(emRows(0, 3, linear)))
 	for _, uri := range []string{"postgres://u@127.0.0.1:notaport/db", "crate://u@127.0.0.1:99999999/doc"} {
 		_, _, err := ingest(t, "--store", uri, f)
 		if !isUsage(err) || !strings.Contains(err.Error(), "--store") {

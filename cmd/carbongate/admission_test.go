@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,16 +21,8 @@ import (
 
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/test/services"
+	"github.com/carbongate/carbongate/test/testsupport"
 )
-
-func writeFile(t testing.TB, dir, name string, b []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // reviewOf returns an AdmissionReview v1 of operation op on a VmTemplate.
 func reviewOf(uid, op string) string {
@@ -68,8 +59,8 @@ func TestAdmissionOverTLS(t *testing.T) {
 	now := time.Now()
 	certPEM, keyPEM := serverCA.Issue(t, "carbongate", false, now.Add(-time.Hour), now.Add(time.Hour))
 	m, _ := startMain(t, "--drain-delay", "0s", "--admission",
-		"--tls-cert", writeFile(t, dir, "tls.crt", certPEM), "--tls-key", writeFile(t, dir, "tls.key", keyPEM),
-		"--admission-client-ca", writeFile(t, dir, "client-ca.crt", clientCA.PEM))
+		"--tls-cert", testsupport.WriteFile(t, dir, "tls.crt", certPEM), "--tls-key", testsupport.WriteFile(t, dir, "tls.key", keyPEM),
+		"--admission-client-ca", testsupport.WriteFile(t, dir, "client-ca.crt", clientCA.PEM))
 	if !strings.HasPrefix(m.URL(), "https://") {
 		t.Fatalf("URL %s, want https", m.URL())
 	}
@@ -226,7 +217,7 @@ func TestAdmissionStartupErrors(t *testing.T) {
 	_, otherKey := ca.Issue(t, "other", false, now.Add(-time.Hour), now.Add(time.Hour))
 	expired, expiredKey := ca.Issue(t, "old", false, now.Add(-48*time.Hour), now.Add(-time.Hour))
 	future, futureKey := ca.Issue(t, "new", false, now.Add(time.Hour), now.Add(48*time.Hour))
-	f := func(name string, b []byte) string { return writeFile(t, dir, name, b) }
+	f := func(name string, b []byte) string { return testsupport.WriteFile(t, dir, name, b) }
 	certF, keyF := f("tls.crt", cert), f("tls.key", key)
 	tests := []struct {
 		name string
@@ -283,44 +274,6 @@ func TestMaxBodyFlag(t *testing.T) {
 		if (err == nil) != tt.ok || (tt.ok && m.Admission.MaxBody != tt.want) {
 			t.Errorf("--max-body %s: %d, %v; want %d ok=%v", tt.arg, m.Admission.MaxBody, err, tt.want, tt.ok)
 		}
-	}
-}
-
-// TestCertificateReload: a renewed certificate is served without a
-// restart; a half-written renewal keeps the previous one.
-func TestCertificateReload(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	ca := services.NewCA(t, "ca")
-	now := time.Now()
-	c1, k1 := ca.Issue(t, "first", false, now.Add(-time.Hour), now.Add(time.Hour))
-	c2, k2 := ca.Issue(t, "second", false, now.Add(-time.Hour), now.Add(2*time.Hour))
-	certF, keyF := writeFile(t, dir, "tls.crt", c1), writeFile(t, dir, "tls.key", k1)
-	clock := now
-	a := Admission{TLSCert: certF, TLSKey: keyF, Now: func() time.Time { return clock }}
-	if err := a.load(slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	served := func() string {
-		t.Helper()
-		c, err := a.tls.GetCertificate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Leaf.Subject.CommonName
-	}
-	writeFile(t, dir, "tls.crt", c2) // the key is not written yet
-	clock = clock.Add(2 * reloadEvery)
-	if got := served(); got != "first" {
-		t.Fatalf("served %s during a half-written renewal, want first", got)
-	}
-	writeFile(t, dir, "tls.key", k2)
-	if got := served(); got != "first" {
-		t.Fatalf("served %s before the next check, want first", got)
-	}
-	clock = clock.Add(2 * reloadEvery)
-	if got := served(); got != "second" {
-		t.Fatalf("served %s after the renewal, want second", got)
 	}
 }
 

@@ -21,7 +21,7 @@ func TestZoneCapOverHTTP(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	g, err := wiring.NewBundled(context.Background(), wiring.Config{Clock: fixedClock{testNow}, Registerer: reg,
-		ZoneCap: guard.Config{Share: 0.5, MinCount: 10}})
+		Options: wiring.Options{ZoneCap: guard.Config{Share: 0.5, MinCount: 10}}})
 	if err != nil {
 		t.Fatal(err)
 	}

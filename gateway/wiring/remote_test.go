@@ -81,8 +81,8 @@ func TestRemoteFallback(t *testing.T) {
 	// 2-core machine (10 zones at once; 500 ms was missed there).
 	const upstream = 2 * time.Second
 	g := newGateway(t, Config{
-		Routes:          route.Static{de.Endpoint, se.Endpoint, pl.Endpoint, ca.Endpoint, tx.Endpoint, nl.Endpoint, killed.Endpoint, gen.Endpoint, dns},
-		UpstreamTimeout: upstream,
+		Routes:  route.Static{de.Endpoint, se.Endpoint, pl.Endpoint, ca.Endpoint, tx.Endpoint, nl.Endpoint, killed.Endpoint, gen.Endpoint, dns},
+		Options: Options{UpstreamTimeout: upstream},
 	})
 	tests := []struct {
 		zone       forecast.Zone
@@ -137,7 +137,7 @@ func TestRemoteBothDown(t *testing.T) {
 	zs, gs := remotetest.ServeREST(t, zb, "DE"), remotetest.ServeGRPC(t, gb, "")
 	zb.SetMode(remotetest.Down)
 	gb.SetMode(remotetest.Hang)
-	g := newGateway(t, Config{Routes: route.Static{zs.Endpoint, gs.Endpoint}, UpstreamTimeout: 100 * time.Millisecond})
+	g := newGateway(t, Config{Routes: route.Static{zs.Endpoint, gs.Endpoint}, Options: Options{UpstreamTimeout: 100 * time.Millisecond}})
 	fc, _, err := g.Service.Forecast(context.Background(), "DE", forecast.SignalLifecycle)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestRemoteBreaker(t *testing.T) {
 	zb := backend("carbon-forecaster-DE", 100)
 	zs := remotetest.ServeREST(t, zb, "DE")
 	zb.SetMode(remotetest.Down)
-	g := newGateway(t, Config{Routes: route.Static{zs.Endpoint}, Breaker: breaker.Config{Failures: 2, Cooldown: time.Hour}})
+	g := newGateway(t, Config{Routes: route.Static{zs.Endpoint}, Options: Options{Breaker: breaker.Config{Failures: 2, Cooldown: time.Hour}}})
 	req := forecast.Request{Zone: "DE", Signal: forecast.SignalLifecycle, Start: replayStart, Horizon: horizon}
 	var fc forecast.Forecast
 	for range 3 {
@@ -188,8 +188,9 @@ func TestRemoteRecovery(t *testing.T) {
 	src := &mutableSource{}
 	src.set(zs.Endpoint)
 	g := newGateway(t, Config{
-		Routes: src, RouteRefresh: 20 * time.Millisecond, RetryInterval: 50 * time.Millisecond,
-		UpstreamTimeout: 100 * time.Millisecond, Breaker: breaker.Config{Cooldown: 50 * time.Millisecond},
+		Routes: src, RetryInterval: 50 * time.Millisecond,
+		Options: Options{RouteRefresh: 20 * time.Millisecond, UpstreamTimeout: 100 * time.Millisecond,
+			Breaker: breaker.Config{Cooldown: 50 * time.Millisecond}},
 		Clock: moving{time.Now()},
 	})
 	g.Start()
@@ -304,7 +305,7 @@ func BenchmarkFanOut(b *testing.B) {
 				}
 				eps = append(eps, serve(b, bk, z).Endpoint)
 			}
-			g := newGateway(b, Config{Routes: eps, UpstreamTimeout: 5 * time.Second})
+			g := newGateway(b, Config{Routes: eps, Options: Options{UpstreamTimeout: 5 * time.Second}})
 			svc, err := gateway.New(gateway.Config{Forecasts: uncached{g, horizon}, Known: g.Chain.Known, Clock: fixed{replayStart}})
 			if err != nil {
 				b.Fatal(err)

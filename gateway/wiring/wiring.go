@@ -54,18 +54,43 @@ const (
 	routeTimeout = 30 * time.Second
 )
 
+// Options are the settings of the gateway a user chooses (carbongate's
+// flags map to them one to one); Config embeds them beside what the
+// caller builds.
+type Options struct {
+	ModelsDir string        // trained models (workflow layout); "" = none
+	Horizon   time.Duration // default gateway.DefaultHorizon
+	Step      time.Duration // default search step; default gateway.DefaultStep
+
+	RouteRefresh    time.Duration  // re-read of Config.Routes; default router.DefaultRefresh
+	UpstreamTimeout time.Duration  // each remote step; default DefaultUpstreamTimeout
+	Breaker         breaker.Config // per endpoint: Failures, Cooldown (defaults in package breaker)
+	VendorPosition  VendorPosition // of Config.Vendor; default VendorAfterGeneric
+	// ZoneCap spreads bursts of decisions over zones (gateway/guard); the
+	// zero value is off.
+	ZoneCap guard.Config
+}
+
+// DefaultOptions returns the documented defaults of Options.
+func DefaultOptions() Options {
+	return Options{
+		Horizon: gateway.DefaultHorizon, Step: gateway.DefaultStep,
+		RouteRefresh: router.DefaultRefresh, UpstreamTimeout: DefaultUpstreamTimeout,
+		Breaker:        breaker.Config{Failures: breaker.DefaultFailures, Cooldown: breaker.DefaultCooldown},
+		VendorPosition: VendorAfterGeneric,
+	}
+}
+
 // Config configures the gateway.
 type Config struct {
+	Options
 	Tables map[forecast.Zone]*dataset.Table // observed data; required
 	// History, when set, is where models and the baseline read observed
 	// history instead of Tables (production mode: the observed-signals
 	// store). Tables still list the zones and give climatology.
-	History   forecast.History
-	Regions   *regions.Table // required
-	ModelsDir string         // trained models (workflow layout); "" = none
-	Clock     clock.Clock    // required
-	Horizon   time.Duration  // default gateway.DefaultHorizon
-	Step      time.Duration  // default search step; default gateway.DefaultStep
+	History forecast.History
+	Regions *regions.Table // required
+	Clock   clock.Clock    // required
 
 	ModelTimeout    time.Duration // zone and generic steps; default DefaultModelTimeout
 	BaselineTimeout time.Duration // default DefaultBaselineTimeout
@@ -89,25 +114,18 @@ type Config struct {
 	Routes route.Source
 	// Dial returns the client of an endpoint; nil: remote.Dial (oip/rest or
 	// oip/grpc by protocol).
-	Dial            router.Dialer
-	RouteRefresh    time.Duration   // default router.DefaultRefresh
-	UpstreamTimeout time.Duration   // each remote step; default DefaultUpstreamTimeout
-	Breaker         breaker.Config  // per endpoint: Failures, Cooldown (defaults in package breaker)
-	RemoteSignal    forecast.Signal // the signal remote models forecast; default lifecycle
+	Dial         router.Dialer
+	RemoteSignal forecast.Signal // the signal remote models forecast; default lifecycle
 	// Vendor, when set, is a vendor's own forecast (gateway/vendorfc) as a
 	// step of the chain, source vendor, at VendorPosition, bounded by
 	// VendorTimeout. It is the only step for a signal no model forecasts
 	// (WattTime's marginal signal).
-	Vendor         VendorForecaster
-	VendorPosition VendorPosition // default VendorAfterGeneric
-	VendorTimeout  time.Duration  // default DefaultVendorTimeout
+	Vendor        VendorForecaster
+	VendorTimeout time.Duration // default DefaultVendorTimeout
 	// RetryInterval is how often a forecast served by a fallback step is
 	// recomputed in the background, and the longest the cache's refresh
 	// loop sleeps; default the cache's (1m).
 	RetryInterval time.Duration
-	// ZoneCap spreads bursts of decisions over zones (gateway/guard); the
-	// zero value is off.
-	ZoneCap guard.Config
 
 	Registerer prometheus.Registerer // nil: no metrics registered
 	Logger     *slog.Logger          // nil: discard

@@ -206,7 +206,7 @@ func TestAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := replayStart.Add(37 * time.Minute)
-	g := newGateway(t, Config{ModelsDir: dir, Clock: fixed{now}})
+	g := newGateway(t, Config{Options: Options{ModelsDir: dir}, Clock: fixed{now}})
 	deadline := now.Add(48 * time.Hour)
 	d, err := g.Service.Schedule(context.Background(), gateway.Request{Zones: zones, Duration: 3 * time.Hour, Deadline: deadline})
 	if err != nil {
@@ -318,7 +318,7 @@ func TestVendorPosition(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s %s fail=%v", tt.pos, tt.zone, tt.vendor.fail), func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t, Config{Forecasters: models, Vendor: tt.vendor, VendorPosition: tt.pos})
+			g := newGateway(t, Config{Forecasters: models, Vendor: tt.vendor, Options: Options{VendorPosition: tt.pos}})
 			fc, err := g.Chain.Forecast(context.Background(), forecast.Request{Zone: tt.zone, Signal: forecast.SignalLifecycle, Start: replayStart, Horizon: 96})
 			if err != nil {
 				t.Fatal(err)
@@ -335,7 +335,7 @@ func TestVendorPosition(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewBundled(context.Background(), Config{VendorPosition: "second"}); forecast.ErrorField(err) != "vendor_position" {
+	if _, err := NewBundled(context.Background(), Config{Options: Options{VendorPosition: "second"}}); forecast.ErrorField(err) != "vendor_position" {
 		t.Fatalf("position second: %v", err)
 	}
 }
@@ -351,7 +351,7 @@ func TestMarginalSignal(t *testing.T) {
 		t.Fatalf("without a vendor: %v", err)
 	}
 	wt := vendorStub{v: 400, serves: []forecast.Zone{"US-CAL-CISO"}, signals: []forecast.Signal{forecast.SignalMarginal}}
-	g = newGateway(t, Config{Vendor: wt, VendorPosition: VendorLast})
+	g = newGateway(t, Config{Vendor: wt, Options: Options{VendorPosition: VendorLast}})
 	d, err := g.Service.Schedule(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,10 @@
-package main
+package runtime
 
 import (
-	"flag"
 	"fmt"
-	"os"
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/casdk"
@@ -21,42 +18,45 @@ import (
 type CASDK struct {
 	Prefix string // --casdk-prefix; "": not under a prefix
 	Root   bool   // --casdk-root
+}
 
+// casdkPart is the CASDK of a running carbongate.
+type casdkPart struct {
+	*CASDK
 	prefixes []string
 }
 
-func (a *CASDK) flags(fs *flag.FlagSet) {
-	fs.StringVar(&a.Prefix, "casdk-prefix", casdk.DefaultPrefix, "path prefix of the Carbon Aware SDK Web API; empty: not under a prefix (off unless --casdk-root)")
-	fs.BoolVar(&a.Root, "casdk-root", false, "also serve the Carbon Aware SDK Web API at the root (/emissions/…, /locations), for clients whose base URL has no path")
-}
-
-// check validates the flags and fixes the prefixes served.
+// check validates the parameters.
 func (a *CASDK) check() error {
-	// Unlike other variables, an empty $CARBONGATE_CASDK_PREFIX is not
-	// unset: it means no prefix, as it always has.
-	if v, ok := os.LookupEnv(cli.EnvName("casdk-prefix")); ok && v == "" && a.Prefix == casdk.DefaultPrefix {
-		a.Prefix = ""
-	}
 	if err := casdk.CheckPrefix(a.Prefix); err != nil {
 		return fmt.Errorf("--casdk-prefix: %s", forecast.ErrorMessage(err))
 	}
-	a.prefixes = nil
+	return nil
+}
+
+// Prefixes returns the paths the API is served under: Prefix unless
+// empty, and the root with Root.
+func (a *CASDK) Prefixes() []string {
+	var out []string
 	if a.Prefix != "" {
-		a.prefixes = append(a.prefixes, a.Prefix)
+		out = append(out, a.Prefix)
 	}
 	if a.Root {
-		a.prefixes = append(a.prefixes, "")
+		out = append(out, "")
 	}
-	return nil
+	return out
 }
 
 // mount adds the API's routes to next's and returns its OpenAPI fragment;
 // nothing when it is off. Observed values come from the store when one is
 // configured, else from tables (the bundled data or --data); batch
 // forecasts from the store's forecasts; coordinates from the region table.
-func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables, regs *regions.Table) (func(*echo.Echo), []byte, error) {
-	if err := a.check(); err != nil || len(a.prefixes) == 0 {
+func (a *casdkPart) mount(m *Runtime, next func(*echo.Echo), tables *history.Tables, regs *regions.Table) (func(*echo.Echo), []byte, error) {
+	if err := a.check(); err != nil {
 		return next, nil, err
+	}
+	if a.prefixes = a.Prefixes(); len(a.prefixes) == 0 {
+		return next, nil, nil
 	}
 	cfg := casdk.Config{Service: m.gw.Service, Observed: tables, ObservedSource: "bundled", Prefixes: a.prefixes, Logger: m.Logger,
 		Coordinates: func(provider, region string) (float64, float64, bool) {
@@ -64,8 +64,8 @@ func (a *CASDK) mount(m *Main, next func(*echo.Echo), tables *history.Tables, re
 			return r.Latitude, r.Longitude, r.HasGeo
 		},
 		Unserved: func(provider, region string) string { return unserved(regs, provider, region) }}
-	if m.Store.conn != nil {
-		cfg.Observed, cfg.ObservedSource, cfg.Forecasts = m.Store.conn, "store", m.Store.conn
+	if m.store.conn != nil {
+		cfg.Observed, cfg.ObservedSource, cfg.Forecasts = m.store.conn, "store", m.store.conn
 	}
 	api, err := casdk.New(cfg)
 	if err != nil {

@@ -1,10 +1,9 @@
-package main
+package runtime
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/httpapi"
@@ -33,50 +31,18 @@ type Admission struct {
 	MaxBody  int64         // --max-body: largest AdmissionReview, bytes
 	// Now is the clock certificates are checked against; nil: time.Now.
 	Now func() time.Time
+}
 
+// admissionPart is the Admission of a running carbongate.
+type admissionPart struct {
+	*Admission
 	tls *tls.Config // set by load when TLS is configured
-}
-
-func (a *Admission) flags(fs *flag.FlagSet) {
-	if a.Timeout == 0 {
-		a.Timeout = admission.DefaultTimeout
-	}
-	if a.MaxBody == 0 {
-		a.MaxBody = admission.DefaultMaxBody
-	}
-	fs.BoolVar(&a.Enabled, "admission", a.Enabled, "serve the VmTemplate mutating admission webhook at POST "+admission.Path)
-	fs.BoolVar(&a.FailOpen, "admission-fail-open", a.FailOpen, "when scheduling is unavailable, admit VmTemplates unscheduled (annotated carbongate.io/unscheduled) instead of denying them (503)")
-	fs.DurationVar(&a.Timeout, "admission-timeout", a.Timeout, "bound of the webhook's scheduling call; keep it under the webhook's timeoutSeconds")
-	fs.StringVar(&a.TLSCert, "tls-cert", a.TLSCert, "PEM certificate (chain) to serve HTTPS with; needs --tls-key")
-	fs.StringVar(&a.TLSKey, "tls-key", a.TLSKey, "PEM private key of --tls-cert")
-	fs.StringVar(&a.ClientCA, "admission-client-ca", a.ClientCA, "PEM CA bundle: the webhook route requires a client certificate signed by it (the API server's); needs --admission and --tls-cert")
-	fs.Var((*byteSize)(&a.MaxBody), "max-body", "largest AdmissionReview the webhook reads, in bytes or as a quantity like 3Mi")
-}
-
-// byteSize is a flag of bytes written as a number or a Kubernetes quantity.
-type byteSize int64
-
-func (b *byteSize) String() string {
-	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
-}
-
-func (b *byteSize) Set(s string) error {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a size like 3145728 or 3Mi", s)
-	}
-	v, ok := q.AsInt64()
-	if !ok || v <= 0 {
-		return fmt.Errorf("%q must be a positive whole number of bytes", s)
-	}
-	*b = byteSize(v)
-	return nil
 }
 
 // load checks the flags and loads the TLS material, so that a bad
 // certificate stops the program at startup with a clear message. Later
 // failures to reload the certificate are logged to log.
-func (a *Admission) load(log *slog.Logger) error {
+func (a *admissionPart) load(log *slog.Logger) error {
 	switch {
 	case (a.TLSCert == "") != (a.TLSKey == ""):
 		return errors.New("--tls-cert and --tls-key go together: give both or neither")
@@ -182,7 +148,7 @@ func (r *reloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 }
 
 // listener serves TLS on ln when it is configured.
-func (a *Admission) listener(ln net.Listener) net.Listener {
+func (a *admissionPart) listener(ln net.Listener) net.Listener {
 	if a.tls == nil {
 		return ln
 	}
@@ -190,7 +156,7 @@ func (a *Admission) listener(ln net.Listener) net.Listener {
 }
 
 // scheme is the scheme the server answers on.
-func (a *Admission) scheme() string {
+func (a *admissionPart) scheme() string {
 	if a.tls != nil {
 		return "https"
 	}
@@ -206,7 +172,7 @@ func (a *Admission) openAPI() []byte {
 }
 
 // mount adds the webhook route to next's routes, when enabled.
-func (a *Admission) mount(m *Main, next func(*echo.Echo)) (func(*echo.Echo), error) {
+func (a *admissionPart) mount(m *Runtime, next func(*echo.Echo)) (func(*echo.Echo), error) {
 	if !a.Enabled {
 		return next, nil
 	}
@@ -220,7 +186,7 @@ func (a *Admission) mount(m *Main, next func(*echo.Echo)) (func(*echo.Echo), err
 	w, err := admission.New(admission.Config{
 		Scheduler: m.gw.Service, Data: data, FailOpen: a.FailOpen, Timeout: a.Timeout,
 		MaxBody: a.MaxBody, RequireClientCert: a.ClientCA != "", Logger: m.Logger, Registerer: m.reg,
-		Workloads: m.Controller.workloads(m.clk),
+		Workloads: m.controller.workloads(m.clk),
 	})
 	if err != nil {
 		return nil, err

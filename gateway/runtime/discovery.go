@@ -1,7 +1,6 @@
-package main
+package runtime
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -20,16 +19,8 @@ type Discovery struct {
 	GRPCPort   int    // --kserve-grpc-port: the runtime's h2c port
 }
 
-func (d *Discovery) flags(fs *flag.FlagSet) {
-	fs.StringVar(&d.Namespace, "kserve-namespace", d.Namespace, "discover carbongate's KServe InferenceServices (label carbongate.io/zone) in this namespace; exclusive with --routes")
-	fs.StringVar(&d.Kubeconfig, "kubeconfig", d.Kubeconfig, "kubeconfig file for --kserve-namespace and --controller; default: the in-cluster service account")
-	fs.StringVar(&d.Protocol, "kserve-protocol", route.ProtocolREST, "protocol to call discovered models with: rest or grpc")
-	fs.StringVar(&d.Signal, "kserve-signal", d.Signal, "only discover InferenceServices labelled carbongate.io/signal=<signal> (direct or lifecycle)")
-	fs.IntVar(&d.GRPCPort, "kserve-grpc-port", int(kserve.GRPCPort), "gRPC port of the predictor when KServe publishes no gRPC URL")
-}
-
 // source returns the discovery route source, or nil when discovery is off.
-func (d *Discovery) source(m *Main) (route.Source, error) {
+func (d *Discovery) source(m *Runtime) (route.Source, error) {
 	if d.Namespace == "" {
 		if d.Kubeconfig != "" && !m.Controller.Enabled {
 			return nil, fmt.Errorf("--kubeconfig needs --kserve-namespace or --controller")

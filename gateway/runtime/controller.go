@@ -1,12 +1,10 @@
-package main
+package runtime
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -42,32 +40,16 @@ type Controller struct {
 	Burst           int           // --kube-burst
 	DecisionKey     string        // --decision-key-file
 	VMKinds         string        // --vm-kinds
+}
 
+// controllerPart is the Controller of a running carbongate.
+type controllerPart struct {
+	*Controller
 	signer *hold.Signer
 
 	ctl    *controller.Controller
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-}
-
-func (c *Controller) flags(fs *flag.FlagSet) {
-	fs.BoolVar(&c.Enabled, "controller", c.Enabled, "run the controller (Kubernetes API through --kubeconfig or in-cluster): release held Jobs and Pods and create scheduled VmTemplates' provider objects at their time; with --admission, hold the Jobs and bare Pods that opt in")
-	fs.StringVar(&c.Namespace, "controller-namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "default"), "namespace of the controller's leader-election Lease")
-	fs.DurationVar(&c.LeaseDuration, "leader-lease-duration", controller.DefaultLeaseDuration, "how long a replica waits for a silent leader before taking over")
-	fs.DurationVar(&c.RenewDeadline, "leader-renew-deadline", controller.DefaultRenewDeadline, "how long the leader tries to renew its Lease before it stops acting")
-	fs.DurationVar(&c.RetryPeriod, "leader-retry-period", controller.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease")
-	fs.Float64Var(&c.QPS, "kube-qps", controller.DefaultQPS, "the controller's Kubernetes API requests per second at most (releases are requests)")
-	fs.IntVar(&c.Burst, "kube-burst", controller.DefaultBurst, "Kubernetes API requests allowed above --kube-qps in a burst")
-	fs.StringVar(&c.ClusterProvider, "cluster-provider", c.ClusterProvider, "cloud provider (aws, gcp, azure, oracle) whose region names the nodes' "+`topology.kubernetes.io/region labels carry; default: the first provider with the name`)
-	fs.StringVar(&c.ClusterRegion, "cluster-region", c.ClusterRegion, "the cluster's region, the only candidate when no node carries a region label (time-shifting only)")
-	fs.DurationVar(&c.HoldDuration, "hold-duration", admission.DefaultWorkloadDuration, "run time of a held workload that states none (annotation carbongate.io/duration or activeDeadlineSeconds)")
-	fs.StringVar(&c.DecisionKey, "decision-key-file", c.DecisionKey, fmt.Sprintf("file holding the secret (at least %d bytes) the webhook signs held workloads' decisions with and the controller verifies them with; every replica needs the same. Default: a random key per process, so a restart or another replica releases the workloads held before at once, uncredited", hold.MinKeyBytes))
-	if c.VMKinds == "" {
-		c.VMKinds = controller.DefaultVMKinds().String()
-	}
-	fs.StringVar(&c.VMKinds, "vm-kinds", c.VMKinds, "the only kinds each provider's VmTemplate template (ConfigMap carbongate-vm-<provider>) may render, as provider=group/Kind,…; grant the controller create and get on exactly these")
-	fs.StringVar(&c.HoldMode, "hold-mode", hold.ModeEnforce, "how the webhook treats opted-in Jobs and Pods of namespaces without the label "+hold.NamespaceModeLabel+": enforce (hold them) or shadow (decide and annotate them, marked "+hold.AnnotationShadow+", but let them run as submitted)")
-	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
 }
 
 // check validates the flags.
@@ -94,7 +76,7 @@ func (c *Controller) check() error {
 }
 
 // open builds the controller (it starts in start).
-func (c *Controller) open(m *Main, clk clock.Clock, reg prometheus.Registerer) error {
+func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Registerer) error {
 	if !c.Enabled {
 		return nil
 	}
@@ -120,7 +102,7 @@ func (c *Controller) open(m *Main, clk clock.Clock, reg prometheus.Registerer) e
 
 // loadSigner reads --decision-key-file (surrounding whitespace is not
 // part of the key), or makes a random key for this process.
-func (c *Controller) loadSigner(m *Main) (*hold.Signer, error) {
+func (c *controllerPart) loadSigner(m *Runtime) (*hold.Signer, error) {
 	if c.DecisionKey == "" {
 		key := make([]byte, hold.MinKeyBytes)
 		if _, err := rand.Read(key); err != nil {
@@ -142,7 +124,7 @@ func (c *Controller) loadSigner(m *Main) (*hold.Signer, error) {
 
 // workloads is the webhook's configuration for Jobs and Pods: off without
 // the controller.
-func (c *Controller) workloads(clk clock.Clock) admission.Workloads {
+func (c *controllerPart) workloads(clk clock.Clock) admission.Workloads {
 	if c.ctl == nil {
 		return admission.Workloads{}
 	}
@@ -152,7 +134,7 @@ func (c *Controller) workloads(clk clock.Clock) admission.Workloads {
 }
 
 // start runs the controller until close; a failure is reported on done.
-func (c *Controller) start(m *Main) {
+func (c *controllerPart) start(m *Runtime) {
 	if c.ctl == nil {
 		return
 	}
@@ -171,7 +153,7 @@ func (c *Controller) start(m *Main) {
 }
 
 // close stops the controller, releasing the Lease.
-func (c *Controller) close() {
+func (c *controllerPart) close() {
 	if c.cancel != nil {
 		c.cancel()
 		c.wg.Wait()

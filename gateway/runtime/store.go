@@ -1,10 +1,8 @@
-package main
+package runtime
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -34,27 +32,31 @@ type Store struct {
 	// Vendor is a vendor's forecast: a step of the chain and, with URI,
 	// stored by a poller.
 	Vendor Vendor
-
-	conn   *storeConn
-	poller *ingest.Poller
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-func (s *Store) flags(fs *flag.FlagSet) {
-	fs.StringVar(&s.URI, "store", s.URI, "observed-signals store, postgres://… or crate://…: model history is read from it (production mode) and the pollers write into it; absent: the bundled data")
-	fs.BoolVar(&s.Migrate, "store-migrate", s.Migrate, "create the store's tables when absent, at startup")
-	s.Ingest.flags(fs)
-	s.Vendor.flags(fs)
+// storePart is the Store of a running carbongate: the connection, the
+// pollers and the vendor's forecaster.
+type storePart struct {
+	*Store
+	ingest       ingestPart
+	conn         *storeConn
+	poller       *ingest.Poller
+	forecaster   *vendorfc.Forecaster // nil without a vendor
+	vendorPoller *vendorfc.StorePoller
+	cancel       context.CancelFunc
+	done         chan struct{}
 }
 
 // open validates the flags and connects in the background: while the
 // database is unreachable, forecasts fall back (the history is missing)
 // and /readyz says so. It returns the history the models read.
-func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forecast.History, error) {
-	if _, err := s.Vendor.open(&s.Ingest, reg, m.Logger); err != nil {
+func (s *storePart) open(m *Runtime, reg prometheus.Registerer, clk clock.Clock) (forecast.History, error) {
+	s.ingest.Ingest = &s.Ingest
+	f, err := s.Vendor.open(&s.ingest, reg, m.Logger)
+	if err != nil {
 		return nil, err
 	}
+	s.forecaster = f
 	if s.URI == "" {
 		switch {
 		case s.Vendor.Store != "":
@@ -82,17 +84,17 @@ func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forec
 		}
 		return db, nil
 	}, func(db store.DB) error { db.Close(); return nil }, 5*time.Second, m.Logger)}
-	p, err := s.Ingest.poller(s.conn, reg, clk, m.Logger)
+	p, err := s.ingest.poller(s.conn, reg, clk, m.Logger)
 	if err != nil {
 		return nil, err
 	}
 	s.poller = p
 	if s.Vendor.Store != "" {
-		feeds, err := s.Vendor.feeds()
+		feeds, err := s.Vendor.feeds(s.forecaster)
 		if err != nil {
 			return nil, err
 		}
-		if s.Vendor.poller, err = vendorfc.NewStorePoller(vendorfc.StoreConfig{Forecaster: s.Vendor.forecaster, Store: s.conn, Feeds: feeds,
+		if s.vendorPoller, err = vendorfc.NewStorePoller(vendorfc.StoreConfig{Forecaster: s.forecaster, Store: s.conn, Feeds: feeds,
 			Interval: s.Vendor.Interval, Logger: m.Logger.With("component", "vendor")}); err != nil {
 			return nil, fmt.Errorf("--vendor-store-zones: %s", forecast.ErrorMessage(err))
 		}
@@ -101,13 +103,13 @@ func (s *Store) open(m *Main, reg prometheus.Registerer, clk clock.Clock) (forec
 }
 
 // start runs the pollers until close.
-func (s *Store) start(log interface{ Warn(string, ...any) }) {
+func (s *storePart) start(log interface{ Warn(string, ...any) }) {
 	var runs []func(context.Context) error
 	if s.poller != nil {
 		runs = append(runs, s.poller.Run)
 	}
-	if s.Vendor.poller != nil {
-		runs = append(runs, s.Vendor.poller.Run)
+	if s.vendorPoller != nil {
+		runs = append(runs, s.vendorPoller.Run)
 	}
 	if len(runs) == 0 {
 		return
@@ -129,7 +131,7 @@ func (s *Store) start(log interface{ Warn(string, ...any) }) {
 }
 
 // checks reports the store and the pollers in /readyz.
-func (s *Store) checks() map[string]string {
+func (s *storePart) checks() map[string]string {
 	if s.conn == nil {
 		return nil
 	}
@@ -152,7 +154,7 @@ func (s *Store) checks() map[string]string {
 	return out
 }
 
-func (s *Store) close() {
+func (s *storePart) close() {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
@@ -227,14 +229,6 @@ func (c *storeConn) Observed(ctx context.Context, zone forecast.Zone, signal for
 		return forecast.Series{}, err
 	}
 	return db.Observed(ctx, zone, signal, from, to)
-}
-
-// envOr returns the environment variable's value, or def when unset.
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
 }
 
 // WriteForecasts writes into the forecast store of the same database (the

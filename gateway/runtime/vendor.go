@@ -1,7 +1,6 @@
-package main
+package runtime
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/carbongate/carbongate/gateway/ingest/electricitymaps"
 	"github.com/carbongate/carbongate/gateway/ingest/watttime"
 	"github.com/carbongate/carbongate/gateway/vendorfc"
-	"github.com/carbongate/carbongate/gateway/wiring"
 )
 
 // Vendor configures a vendor's own forecast: a step of the fallback chain
@@ -24,7 +22,6 @@ import (
 // $WATTTIME_USERNAME, $WATTTIME_PASSWORD and --watttime-regions).
 type Vendor struct {
 	Name     string        // --vendor-forecast: electricitymaps or watttime; "" = none
-	Position string        // --vendor-position
 	Horizon  int           // --vendor-horizon: hours asked; 0 = the vendor's default
 	MaxAge   time.Duration // --vendor-max-age
 	Timeout  time.Duration // --vendor-timeout: one call to the vendor
@@ -32,28 +29,10 @@ type Vendor struct {
 	Burst    int           // --vendor-burst
 	Store    string        // --vendor-store-zones: zones whose forecasts are stored
 	Interval time.Duration // --vendor-store-interval
-
-	forecaster *vendorfc.Forecaster
-	poller     *vendorfc.StorePoller
-}
-
-func (v *Vendor) flags(fs *flag.FlagSet) {
-	fs.StringVar(&v.Name, "vendor-forecast", v.Name, "a vendor's own forecast as a step of the fallback chain (source vendor): electricitymaps (lifecycle and direct; needs its token) or watttime (the marginal signal of the --watttime-regions zones; needs its credentials); absent: none")
-	fs.StringVar(&v.Position, "vendor-position", string(wiring.VendorAfterGeneric), "where the vendor step goes in the chain: first, after-zone (after the zone models), after-generic (before the baseline) or last (after climatology)")
-	fs.IntVar(&v.Horizon, "vendor-horizon", v.Horizon, "hours of forecast asked of the vendor (Electricity Maps 6 to 72, WattTime 1 to 72); 0: the vendor's default (24); hours past it repeat the vendor's last day")
-	fs.DurationVar(&v.MaxAge, "vendor-max-age", vendorfc.DefaultMaxAge, "how long a vendor forecast is used before the vendor is asked again")
-	fs.DurationVar(&v.Timeout, "vendor-timeout", vendorfc.DefaultTimeout, "bound of one call to the vendor")
-	fs.Float64Var(&v.Rate, "vendor-rate", vendorfc.DefaultRate, "calls to the vendor a second at most, in bursts of --vendor-burst; beyond it the step fails at once and the chain moves on (the forecast is retried within a minute)")
-	fs.IntVar(&v.Burst, "vendor-burst", vendorfc.DefaultBurst, "calls to the vendor at once at most (the warm-up at start asks for every zone with data)")
-	fs.StringVar(&v.Store, "vendor-store-zones", v.Store, "zones whose vendor forecasts are stored in --store as model vendor:<vendor>, for carbonctl evaluate --store, e.g. DE,FR")
-	fs.DurationVar(&v.Interval, "vendor-store-interval", vendorfc.DefaultStoreInterval, "pause between two rounds of storing vendor forecasts")
 }
 
 // check validates the flags that need no credentials.
 func (v *Vendor) check() error {
-	if _, err := wiring.ParseVendorPosition(v.Position); err != nil {
-		return fmt.Errorf("--vendor-position: %s", forecast.ErrorMessage(err))
-	}
 	switch {
 	case v.Name == "" && v.Store != "":
 		return fmt.Errorf("--vendor-store-zones needs --vendor-forecast")
@@ -69,7 +48,7 @@ func (v *Vendor) check() error {
 
 // open builds the vendor's forecaster from the pollers' credentials; nil
 // without --vendor-forecast.
-func (v *Vendor) open(in *Ingest, reg prometheus.Registerer, log *slog.Logger) (*vendorfc.Forecaster, error) {
+func (v *Vendor) open(in *ingestPart, reg prometheus.Registerer, log *slog.Logger) (*vendorfc.Forecaster, error) {
 	if v.Name == "" {
 		return nil, nil
 	}
@@ -103,13 +82,12 @@ func (v *Vendor) open(in *Ingest, reg prometheus.Registerer, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("--vendor-*: %s", forecast.ErrorMessage(err))
 	}
-	v.forecaster = f
 	return f, nil
 }
 
 // feeds returns the (zone, signal) pairs of --vendor-store-zones: every
 // signal the vendor forecasts of each zone.
-func (v *Vendor) feeds() ([]vendorfc.Feed, error) {
+func (v *Vendor) feeds(f *vendorfc.Forecaster) ([]vendorfc.Feed, error) {
 	zones, err := parseZoneList(v.Store)
 	if err != nil {
 		return nil, fmt.Errorf("--vendor-store-zones: %w", err)
@@ -117,8 +95,8 @@ func (v *Vendor) feeds() ([]vendorfc.Feed, error) {
 	var out []vendorfc.Feed
 	for _, z := range slices.Compact(slices.Sorted(slices.Values(zones))) {
 		n := len(out)
-		for _, s := range v.forecaster.Signals() {
-			if v.forecaster.Serves(z, s) {
+		for _, s := range f.Signals() {
+			if f.Serves(z, s) {
 				out = append(out, vendorfc.Feed{Zone: z, Signal: s})
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +24,8 @@ var (
 // the registry and the store; a part that is not configured reports
 // nothing.
 type healthCollector struct {
-	reg   *Registry
-	store *Store
+	reg   *registryPart
+	store *storePart
 }
 
 var _ prometheus.Collector = healthCollector{}

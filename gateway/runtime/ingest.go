@@ -1,8 +1,7 @@
-package main
+package runtime
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -39,7 +38,11 @@ type Ingest struct {
 	WTPassword string // $WATTTIME_PASSWORD only
 	WTRegions  string // --watttime-regions ZONE=REGION,…
 	WTURL      string // --watttime-url
+}
 
+// ingestPart is the Ingest of a running carbongate.
+type ingestPart struct {
+	*Ingest
 	// answers is the one budget of vendor answers being read, shared by
 	// every vendor client of the process (pollers and vendor forecasts).
 	answers     *oip.BodyBudget
@@ -48,28 +51,15 @@ type Ingest struct {
 
 // answerBudget returns the process's budget of vendor answers, made on
 // first use.
-func (in *Ingest) answerBudget() *oip.BodyBudget {
+func (in *ingestPart) answerBudget() *oip.BodyBudget {
 	in.answersOnce.Do(func() { in.answers = ingest.NewAnswerBudget() })
 	return in.answers
-}
-
-func (in *Ingest) flags(fs *flag.FlagSet) {
-	fs.StringVar(&in.Zones, "ingest-zones", in.Zones, "zones whose observed intensity is polled from Electricity Maps into --store, e.g. DE,SE")
-	fs.StringVar(&in.Signals, "ingest-signals", "lifecycle", "signals polled from Electricity Maps: lifecycle and/or direct")
-	fs.DurationVar(&in.Interval, "ingest-interval", ingest.DefaultInterval, "pause between two polling rounds")
-	fs.DurationVar(&in.Backfill, "ingest-backfill", ingest.DefaultBackfill, "how far back a feed starts when the store holds nothing for it")
-	fs.StringVar(&in.EMToken, "electricitymaps-token", envOr("ELECTRICITYMAPS_TOKEN", ""), "Electricity Maps API token (default $ELECTRICITYMAPS_TOKEN)")
-	fs.StringVar(&in.EMURL, "electricitymaps-url", electricitymaps.DefaultBaseURL, "Electricity Maps API base URL")
-	fs.StringVar(&in.WTUser, "watttime-user", envOr("WATTTIME_USERNAME", ""), "WattTime user name (default $WATTTIME_USERNAME; the password is read from $WATTTIME_PASSWORD)")
-	fs.StringVar(&in.WTRegions, "watttime-regions", in.WTRegions, "zones whose marginal signal is polled from WattTime, as ZONE=REGION pairs, e.g. US-CAL-CISO=CAISO_NORTH")
-	fs.StringVar(&in.WTURL, "watttime-url", watttime.DefaultBaseURL, "WattTime API base URL")
-	in.WTPassword = envOr("WATTTIME_PASSWORD", "")
 }
 
 func (in *Ingest) enabled() bool { return in.Zones != "" || in.WTRegions != "" }
 
 // poller builds the pollers' feeds and returns nil when none is asked for.
-func (in *Ingest) poller(sink store.Observed, reg prometheus.Registerer, clk clock.Clock, log *slog.Logger) (*ingest.Poller, error) {
+func (in *ingestPart) poller(sink store.Observed, reg prometheus.Registerer, clk clock.Clock, log *slog.Logger) (*ingest.Poller, error) {
 	if !in.enabled() {
 		return nil, nil
 	}
@@ -105,7 +95,7 @@ func (in *Ingest) poller(sink store.Observed, reg prometheus.Registerer, clk clo
 	return p, nil
 }
 
-func (in *Ingest) emFeeds(log *slog.Logger) ([]ingest.Feed, error) {
+func (in *ingestPart) emFeeds(log *slog.Logger) ([]ingest.Feed, error) {
 	if strings.TrimSpace(in.EMToken) == "" {
 		return nil, fmt.Errorf("--ingest-zones needs an Electricity Maps token: set --electricitymaps-token or $ELECTRICITYMAPS_TOKEN")
 	}
@@ -130,7 +120,7 @@ func (in *Ingest) emFeeds(log *slog.Logger) ([]ingest.Feed, error) {
 	return feeds, nil
 }
 
-func (in *Ingest) wtFeeds(log *slog.Logger) ([]ingest.Feed, error) {
+func (in *ingestPart) wtFeeds(log *slog.Logger) ([]ingest.Feed, error) {
 	c, regions, err := in.wtClient(log)
 	if err != nil {
 		return nil, err
@@ -144,7 +134,7 @@ func (in *Ingest) wtFeeds(log *slog.Logger) ([]ingest.Feed, error) {
 
 // wtClient returns the WattTime client of the credentials and
 // --watttime-regions, and the regions by zone.
-func (in *Ingest) wtClient(log *slog.Logger) (*watttime.Client, map[forecast.Zone]string, error) {
+func (in *ingestPart) wtClient(log *slog.Logger) (*watttime.Client, map[forecast.Zone]string, error) {
 	if in.WTUser == "" || in.WTPassword == "" {
 		return nil, nil, fmt.Errorf("--watttime-regions needs WattTime credentials: --watttime-user (or $WATTTIME_USERNAME) and $WATTTIME_PASSWORD")
 	}

@@ -1,8 +1,7 @@
-package main
+package runtime
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,26 +35,20 @@ type Registry struct {
 	// Fetch holds --artifact-sources and --artifact-max-bytes: where
 	// versions may be fetched from, and how much.
 	Fetch fetch.Fetcher
+}
 
+// registryPart is the Registry of a running carbongate.
+type registryPart struct {
+	*Registry
 	store  *lazy.Store
 	models *live.Models
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func (r *Registry) flags(fs *flag.FlagSet) {
-	fs.StringVar(&r.URI, "registry", r.URI, "model registry: postgres://… (MLflow's tables), crate://… or a file path (embedded); serves MLflow's registry API and the champion versions")
-	fs.StringVar(&r.Token, "registry-token", "", "bearer token required for registry writes; empty: writes are open")
-	fs.StringVar(&r.Alias, "registry-alias", registry.ChampionAlias, "the alias whose versions serve")
-	fs.DurationVar(&r.Poll, "registry-poll", watch.DefaultInterval, "how often the alias table is read when the database cannot notify")
-	fs.StringVar(&r.CacheDir, "registry-cache-dir", "", "where fetched model versions are kept (default: a directory under the user cache dir)")
-	fs.StringVar(&r.Artifacts, "artifacts-destination", "", "what mlflow-artifacts:/ locations map to (the MLflow server's --artifacts-destination), e.g. s3://bucket/mlartifacts; versions are fetched from under it")
-	r.Fetch.Flags(fs)
-}
-
 // open connects (in the background when the database is down) and builds
 // the live model set. Start follows the aliases.
-func (r *Registry) open(m *Main, hist forecast.History) (wiring.ModelSet, error) {
+func (r *registryPart) open(m *Runtime, hist forecast.History) (wiring.ModelSet, error) {
 	if r.URI == "" {
 		return nil, nil
 	}
@@ -117,7 +110,7 @@ func (r *Registry) open(m *Main, hist forecast.History) (wiring.ModelSet, error)
 }
 
 // mount serves MLflow's registry API on e.
-func (r *Registry) mount(m *Main) (func(*echo.Echo), error) {
+func (r *registryPart) mount(m *Runtime) (func(*echo.Echo), error) {
 	if r.store == nil {
 		return nil, nil
 	}
@@ -132,7 +125,7 @@ func (r *Registry) mount(m *Main) (func(*echo.Echo), error) {
 }
 
 // start follows the aliases until Close.
-func (r *Registry) start() {
+func (r *registryPart) start() {
 	if r.models == nil {
 		return
 	}
@@ -145,7 +138,7 @@ func (r *Registry) start() {
 }
 
 // checks reports the registry in /readyz.
-func (r *Registry) checks() map[string]string {
+func (r *registryPart) checks() map[string]string {
 	if r.models == nil {
 		return nil
 	}
@@ -160,7 +153,7 @@ func (r *Registry) checks() map[string]string {
 	return map[string]string{"registry": r.models.Status().String()}
 }
 
-func (r *Registry) close() {
+func (r *registryPart) close() {
 	if r.cancel != nil {
 		r.cancel()
 		<-r.done
