@@ -5,12 +5,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/api"
 )
 
 // DefaultURL is the carbongate the client commands ask unless told
@@ -73,41 +73,39 @@ func (c *clientFlags) check() error {
 	return nil
 }
 
-// call sends a request to carbongate and returns the answer's body; an
-// answer other than 200 is an error carrying carbongate's message.
-func (c *clientFlags) call(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.url, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		return nil, fmt.Errorf("carbongate at %s: %w", c.url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("carbongate at %s: reading the answer: %w", c.url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Field, Message string } `json:"error"`
+// client is the API client the flags describe.
+func (c *clientFlags) client() *api.Client {
+	return &api.Client{BaseURL: c.url, Timeout: c.timeout}
+}
+
+// answerError makes an error answer printable: carbongate's message may
+// hold anything a request sent.
+func answerError(err error) error {
+	var e *api.Error
+	if errors.As(err, &e) {
+		field := ""
+		if e.Field != "" {
+			field = " for " + e.Field
 		}
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			field := ""
-			if e.Error.Field != "" {
-				field = " for " + e.Error.Field
-			}
-			return nil, fmt.Errorf("carbongate answered %d%s: %s", resp.StatusCode, safe(field), safe(e.Error.Message))
-		}
-		return nil, fmt.Errorf("carbongate answered %d: %s", resp.StatusCode, safe(strings.TrimSpace(string(b))))
+		return fmt.Errorf("carbongate answered %d%s: %s", e.Status, safe(field), safe(e.Message))
 	}
-	return b, nil
+	return err
+}
+
+// given is s, or nil (absent) when empty.
+func given(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// number is v, or nil (absent) when NaN: the flag was not given.
+func number(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
 }
 
 // list splits a comma-separated flag value, dropping empty items.
@@ -119,49 +117,6 @@ func list(s string) []string {
 		}
 	}
 	return out
-}
-
-type placementJSON struct {
-	Zone     string `json:"zone"`
-	Location *struct {
-		Provider string `json:"provider"`
-		Region   string `json:"region"`
-	} `json:"location"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
-	MeanIntensity float64   `json:"mean_intensity"`
-	EmissionsG    *float64  `json:"emissions_g"` // with the job's power
-}
-
-// scheduleJSON is the part of carbongate's schedule answer the command
-// shows.
-type scheduleJSON struct {
-	Decision   placementJSON  `json:"decision"`
-	Baseline   *placementJSON `json:"baseline"`
-	SavingsPct *float64       `json:"savings_pct"`
-	SavingsG   *float64       `json:"savings_g"`
-	EmbodiedG  *float64       `json:"embodied_g"`
-	Power      *struct {
-		Watts        float64  `json:"watts"`
-		Source       string   `json:"source"`
-		Provider     string   `json:"provider"`
-		InstanceType string   `json:"instance_type"`
-		Utilization  *float64 `json:"utilization"`
-	} `json:"power"`
-	Alternatives []placementJSON `json:"alternatives"`
-	Unit         string          `json:"unit"`
-	Signal       string          `json:"signal"`
-	Provenance   map[string]struct {
-		Source string `json:"source"`
-		Model  string `json:"model"`
-	} `json:"provenance"`
-}
-
-func (p placementJSON) where() string {
-	if p.Location != nil {
-		return p.Zone + " (" + p.Location.Provider + "/" + p.Location.Region + ")"
-	}
-	return p.Zone
 }
 
 // runSchedule asks carbongate's POST /v1/schedule where and when to run a
@@ -201,11 +156,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *zones == "" && *locations == "" {
 		return usagef("give --zones, --locations or both")
 	}
-	req := map[string]any{"duration": *duration}
-	if zs := list(*zones); len(zs) > 0 {
-		req["zones"] = zs
-	}
-	var locs []map[string]string
+	req := api.ScheduleRequest{Zones: list(*zones), Duration: duration}
 	for _, l := range list(*locations) {
 		p, r, ok := strings.Cut(l, ":")
 		if !ok {
@@ -214,37 +165,19 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if !ok || p == "" || r == "" {
 			return usagef("--locations: %q is not provider:region", l)
 		}
-		locs = append(locs, map[string]string{"provider": p, "region": r})
+		req.Locations = append(req.Locations, api.Location{Provider: p, Region: r})
 	}
-	if len(locs) > 0 {
-		req["locations"] = locs
-	}
-	for k, v := range map[string]string{"deadline": *deadline, "earliest_start": *earliest, "signal": *signal, "origin": *origin, "step": *step,
-		"instance_type": *instanceType, "provider": *provider} {
-		if v != "" {
-			req[k] = v
-		}
-	}
-	for k, v := range map[string]float64{"power_watts": *powerWatts, "vcpus": *vcpus, "memory_gib": *memoryGiB, "utilization": *utilization} {
-		if !math.IsNaN(v) {
-			req[k] = v
-		}
-	}
+	req.Deadline, req.EarliestStart, req.Signal, req.Origin, req.Step = given(*deadline), given(*earliest), given(*signal), given(*origin), given(*step)
+	req.InstanceType, req.Provider = given(*instanceType), given(*provider)
+	req.PowerWatts, req.VCPUs, req.MemoryGiB, req.Utilization = number(*powerWatts), number(*vcpus), number(*memoryGiB), number(*utilization)
 	if *embodied {
-		req["include_embodied"] = true
+		req.IncludeEmbodied = embodied
 	}
-	body, err := json.Marshal(req)
+	ans, b, err := c.client().Schedule(ctx, req)
 	if err != nil {
-		return err
+		return answerError(err)
 	}
-	b, err := c.call(ctx, http.MethodPost, "/v1/schedule", body)
-	if err != nil {
-		return err
-	}
-	var d scheduleJSON
-	if err := json.Unmarshal(b, &d); err != nil {
-		return fmt.Errorf("carbongate's answer is not a schedule: %w", err)
-	}
+	d := *ans
 	safeStrings(&d)
 	if c.output == "json" {
 		if _, err := stdout.Write(append(bytes.TrimSpace(b), '\n')); err != nil {
@@ -258,12 +191,12 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			gramsHead = "\tCO2e g"
 		}
 		fmt.Fprintf(tw, "\tWHERE\tSTART\tEND\tMEAN %s%s\tSOURCE\n", d.Unit, gramsHead)
-		row := func(label string, p placementJSON) {
+		row := func(label string, p api.Placement) {
 			g := ""
 			if grams && p.EmissionsG != nil {
 				g = fmt.Sprintf("\t%.1f", *p.EmissionsG)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%s\t%s\n", label, p.where(), p.Start.Format(time.RFC3339), p.End.Format(time.RFC3339), p.MeanIntensity, g, d.Provenance[p.Zone].Source)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%s\t%s\n", label, p.Where(), p.Start.Format(time.RFC3339), p.End.Format(time.RFC3339), p.MeanIntensity, g, d.Provenance[p.Zone].Source)
 		}
 		row("decision", d.Decision)
 		if d.Baseline != nil {
@@ -307,7 +240,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--run-now-below: carbongate gave no run-now baseline to compare with")
 	}
 	if *d.SavingsPct >= *runNowBelow {
-		return cli.ExitError{Code: exitDefer, Msg: fmt.Sprintf("defer: waiting or moving saves %.1f%%, at least %g%%; run at %s in %s", *d.SavingsPct, *runNowBelow, d.Decision.Start.Format(time.RFC3339), d.Decision.where())}
+		return cli.ExitError{Code: exitDefer, Msg: fmt.Sprintf("defer: waiting or moving saves %.1f%%, at least %g%%; run at %s in %s", *d.SavingsPct, *runNowBelow, d.Decision.Start.Format(time.RFC3339), d.Decision.Where())}
 	}
 	return nil
 }
@@ -367,31 +300,11 @@ func runForecast(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *zone == "" {
 		return usagef("--zone is required")
 	}
-	q := url.Values{"zone": {*zone}}
-	if *signal != "" {
-		q.Set("signal", *signal)
-	}
-	b, err := c.call(ctx, http.MethodGet, "/v1/forecast?"+q.Encode(), nil)
+	fc, b, err := c.client().Forecast(ctx, *zone, *signal)
 	if err != nil {
-		return err
+		return answerError(err)
 	}
-	var f struct {
-		Zone       string    `json:"zone"`
-		Signal     string    `json:"signal"`
-		Unit       string    `json:"unit"`
-		Start      time.Time `json:"start"`
-		Values     []float64 `json:"values"`
-		Lower      []float64 `json:"lower"`
-		Upper      []float64 `json:"upper"`
-		Provenance struct {
-			Source  string `json:"source"`
-			Model   string `json:"model"`
-			Version string `json:"version"`
-		} `json:"provenance"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("carbongate's answer is not a forecast: %w", err)
-	}
+	f := *fc
 	if len(f.Values) == 0 {
 		return fmt.Errorf("carbongate's forecast of %s has no values", *zone)
 	}

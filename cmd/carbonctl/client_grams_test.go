@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/httpapi/httpapitest"
 	"strings"
 	"testing"
 )
@@ -12,7 +14,7 @@ import (
 // without it, none; a bad power figure is carbongate's 400 naming it.
 func TestScheduleCommandGrams(t *testing.T) {
 	t.Parallel()
-	url := serveGateway(t)
+	url := httpapitest.ServeBundled(t)
 	args := []string{"schedule", "--url", url, "--zones", "DE,SE,PL", "--duration", "3h", "--deadline", "2021-06-03T00:00:00Z"}
 	power := append(args[:len(args):len(args)], "--instance-type", "m5.large", "--embodied")
 
@@ -20,7 +22,7 @@ func TestScheduleCommandGrams(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var d scheduleJSON
+	var d api.Schedule
 	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Decision.EmissionsG == nil || d.Baseline == nil || d.Baseline.EmissionsG == nil ||
 		d.SavingsPct == nil || d.SavingsG == nil || d.EmbodiedG == nil {
 		t.Fatalf("answer without grams (%v):\n%s", err, out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,35 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/carbongate/carbongate/gateway/httpapi"
-	"github.com/carbongate/carbongate/gateway/wiring"
+	"github.com/carbongate/carbongate/gateway/httpapi/httpapitest"
 )
-
-// serveGateway serves carbongate's HTTP API over the embedded gateway
-// (bundled data, no trained models, the replay clock) on loopback.
-func serveGateway(t *testing.T) string {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	// NewBundled: the bundled data and a replay clock from 2021-06-01.
-	g, err := wiring.NewBundled(context.Background(), wiring.Config{Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	api, err := httpapi.New(httpapi.Config{Service: g.Service, Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
-	t.Cleanup(ts.Close)
-	return ts.URL
-}
 
 func TestScheduleCommand(t *testing.T) {
 	t.Parallel()
-	url := serveGateway(t)
+	url := httpapitest.ServeBundled(t)
 	args := []string{"schedule", "--url", url, "--zones", "DE,SE,PL", "--locations", "aws:eu-west-1", "--duration", "3h", "--deadline", "2021-06-03T00:00:00Z"}
 
 	code, out, errs := runCtl(t, append(args, "--output", "json")...)
@@ -83,7 +59,7 @@ func TestScheduleCommand(t *testing.T) {
 
 func TestForecastCommand(t *testing.T) {
 	t.Parallel()
-	url := serveGateway(t)
+	url := httpapitest.ServeBundled(t)
 	code, out, errs := runCtl(t, "forecast", "--url", url, "--zone", "DE", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -111,7 +87,7 @@ func TestForecastCommand(t *testing.T) {
 
 func TestClientCommandErrors(t *testing.T) {
 	t.Parallel()
-	url := serveGateway(t)
+	url := httpapitest.ServeBundled(t)
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
 	for _, tt := range []struct {

@@ -48,11 +48,11 @@ func benchAPI(b *testing.B) *Server {
 	if err := g.Warm(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	api, err := New(Config{Service: g.Service, Metrics: reg, AccessLog: true, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	apiSrv, err := New(Config{Service: g.Service, Metrics: reg, AccessLog: true, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return api
+	return apiSrv
 }
 
 func benchClient() *http.Client {
@@ -192,7 +192,7 @@ func BenchmarkScheduleVsBare(b *testing.B) {
 // prints the throughput ratios to the untraced handler last (goal for off:
 // ≥ 0.97, i.e. within noise).
 func BenchmarkScheduleTracing(b *testing.B) {
-	api := benchAPI(b)
+	apiSrv := benchAPI(b)
 	body := []byte(benchBody)
 	c := benchClient()
 	defer c.CloseIdleConnections()
@@ -228,8 +228,8 @@ func BenchmarkScheduleTracing(b *testing.B) {
 		b.Fatalf("tracing with no OTEL_* variables: on %v, err %v", tracing.Enabled(), err)
 	}
 	for range 3 {
-		run("untraced", api)
-		run("off", api.HTTPServer().Handler)
+		run("untraced", apiSrv)
+		run("off", apiSrv.HTTPServer().Handler)
 	}
 
 	var exported atomic.Int64
@@ -243,7 +243,7 @@ func BenchmarkScheduleTracing(b *testing.B) {
 	if err != nil || !tracing.Enabled() {
 		b.Fatalf("tracing with an OTLP endpoint: on %v, err %v", tracing.Enabled(), err)
 	}
-	run("on", api.HTTPServer().Handler)
+	run("on", apiSrv.HTTPServer().Handler)
 	if err := tr.Close(); err != nil { // flushes; later benchmarks run untraced
 		b.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func BenchmarkScheduleTracing(b *testing.B) {
 // cached zones, and around GET /healthz (routing and middleware with a
 // trivial handler).
 func BenchmarkServeInProcess(b *testing.B) {
-	api := benchAPI(b)
+	apiSrv := benchAPI(b)
 	for _, bc := range []struct{ name, method, path, body string }{
 		{"schedule", "POST", "/v1/schedule", benchBody},
 		{"healthz", "GET", "/healthz", ""},
@@ -273,7 +273,7 @@ func BenchmarkServeInProcess(b *testing.B) {
 				r := httptest.NewRequest(bc.method, bc.path, strings.NewReader(bc.body))
 				r.Header.Set("Content-Type", "application/json")
 				w := httptest.NewRecorder()
-				api.ServeHTTP(w, r)
+				apiSrv.ServeHTTP(w, r)
 				if w.Code != http.StatusOK {
 					b.Fatalf("status %d: %s", w.Code, w.Body)
 				}

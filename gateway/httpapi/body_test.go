@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
@@ -101,8 +102,8 @@ func TestShortBodyAnswered(t *testing.T) {
 // answered 408 even though the write timeout has passed by then.
 func TestBodyTimeoutAnswered(t *testing.T) {
 	t.Parallel()
-	api, _ := newTestServerWith(t, nil)
-	srv := api.HTTPServer()
+	apiSrv, _ := newTestServerWith(t, nil)
+	srv := apiSrv.HTTPServer()
 	srv.ReadTimeout, srv.WriteTimeout = 400*time.Millisecond, 200*time.Millisecond
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -195,7 +196,7 @@ func TestShedRouteAnswer(t *testing.T) {
 	t.Parallel()
 	svc := &blockingService{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	var logs testsupport.SyncBuffer
-	api, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute,
+	apiSrv, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Routes: []Route{{Prefix: "/hooked", Shed: func(c *echo.Context, reason error) error {
 			b, complete := Body(c)
@@ -206,7 +207,7 @@ func TestShedRouteAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api)
+	ts := httptest.NewServer(apiSrv)
 	t.Cleanup(ts.Close)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -242,7 +243,7 @@ func TestHeadAndQueryErrors(t *testing.T) {
 		}
 	}
 	resp, body := do(t, "GET", ts.URL+"/v1/forecast?zone=%zz", "", nil)
-	var e errorBody
+	var e api.ErrorBody
 	if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 400 || e.Error.Field != "query" {
 		t.Fatalf("GET /v1/forecast?zone=%%zz: %d %s, want 400 naming the query", resp.StatusCode, body)
 	}

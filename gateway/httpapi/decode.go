@@ -12,32 +12,8 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/api"
 )
-
-// scheduleJSON is the wire form of a scheduling request.
-type scheduleJSON struct {
-	Zones         []string       `json:"zones"`
-	Locations     []locationJSON `json:"locations"`
-	Duration      *string        `json:"duration"`
-	EarliestStart *string        `json:"earliest_start"`
-	Deadline      *string        `json:"deadline"`
-	Signal        *string        `json:"signal"`
-	Origin        *string        `json:"origin"`
-	Step          *string        `json:"step"`
-
-	PowerWatts      *float64 `json:"power_watts"`
-	InstanceType    *string  `json:"instance_type"`
-	Provider        *string  `json:"provider"`
-	VCPUs           *float64 `json:"vcpus"`
-	MemoryGiB       *float64 `json:"memory_gib"`
-	Utilization     *float64 `json:"utilization"`
-	IncludeEmbodied *bool    `json:"include_embodied"`
-}
-
-type locationJSON struct {
-	Provider string `json:"provider"`
-	Region   string `json:"region"`
-}
 
 // DecodeScheduleRequest parses the JSON body of POST /v1/schedule: the JSON
 // shape here (no unknown fields, member names spelled exactly, nothing
@@ -47,7 +23,7 @@ type locationJSON struct {
 // Every error is a *forecast.Error with code EINVALID (EINFEASIBLE for the
 // deadline) and Field naming the offending field ("body" for malformed JSON).
 func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
-	var w scheduleJSON
+	var w api.ScheduleRequest
 	if len(bytes.TrimSpace(body)) == 0 {
 		return gateway.Request{}, forecast.FieldErrorf(forecast.EINVALID, "body", "empty request body: want a JSON object")
 	}
@@ -73,11 +49,11 @@ func DecodeScheduleRequest(body []byte) (gateway.Request, error) {
 		}
 	}
 
-	return gateway.ParseRequest(w.text())
+	return gateway.ParseRequest(requestText(&w))
 }
 
-// text is w as the gateway parses it.
-func (w *scheduleJSON) text() gateway.RequestText {
+// requestText is w as the gateway parses it.
+func requestText(w *api.ScheduleRequest) gateway.RequestText {
 	t := gateway.RequestText{Zones: w.Zones, Duration: w.Duration, EarliestStart: w.EarliestStart,
 		Deadline: w.Deadline, Signal: w.Signal, Origin: w.Origin, Step: w.Step,
 		PowerWatts: w.PowerWatts, InstanceType: w.InstanceType, Provider: w.Provider, VCPUs: w.VCPUs, MemoryGiB: w.MemoryGiB,
@@ -101,7 +77,7 @@ var (
 
 // exactNames rejects member names that encoding/json matched to a field
 // only case-insensitively ("ZONES"): names are case-sensitive, as the
-// OpenAPI document says. body has decoded into scheduleJSON already.
+// OpenAPI document says. body has decoded into api.ScheduleRequest already.
 func exactNames(body []byte) error {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {

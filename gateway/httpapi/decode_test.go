@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/api"
 )
 
 func TestDecodeScheduleRequest(t *testing.T) {
@@ -144,7 +145,7 @@ func checkScan(t *testing.T, body []byte) bool {
 	if !ok {
 		return false
 	}
-	var want scheduleJSON
+	var want api.ScheduleRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&want); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
@@ -44,7 +45,7 @@ func TestEchoErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		resp, body := do(t, tt.method, ts.URL+tt.path, "", nil)
-		var e errorBody
+		var e api.ErrorBody
 		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != tt.status {
 			t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, tt.status)
 		}

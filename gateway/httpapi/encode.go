@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"github.com/carbongate/carbongate/gateway/api"
 	"math"
 	"slices"
 	"strconv"
@@ -77,7 +78,7 @@ func appendSchedule(dst []byte, b *scheduleBody) ([]byte, error) {
 		e.raw("}")
 	}
 	e.raw(`,"provenance":`)
-	e.provenance(b.Provenance, func(p provenanceJSON) {
+	e.provenance(b.Provenance, func(p api.Provenance) {
 		e.raw(`{"model":`)
 		e.str(p.Model)
 		e.raw(`,"version":`)
@@ -118,7 +119,7 @@ type encoder struct {
 
 func (e *encoder) raw(s string) { e.b = append(e.b, s...) }
 
-func (e *encoder) placement(p *placementJSON) {
+func (e *encoder) placement(p *api.Placement) {
 	e.raw(`{"zone":`)
 	e.str(p.Zone)
 	if p.Location != nil {
@@ -159,7 +160,7 @@ func (e *encoder) optFloat(member string, f *float64) {
 
 // provenance writes m as encoding/json writes a map: null when nil, else
 // an object with the members sorted by key, each value written by value.
-func (e *encoder) provenance(m map[string]provenanceJSON, value func(provenanceJSON)) {
+func (e *encoder) provenance(m map[string]api.Provenance, value func(api.Provenance)) {
 	if m == nil {
 		e.raw("null")
 		return

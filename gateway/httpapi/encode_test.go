@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/carbongate/carbongate/gateway/api"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -66,10 +67,10 @@ func randomSchedules(n int) []scheduleBody {
 		f := floats[r.IntN(len(floats))]
 		return &f
 	}
-	pl := func() placementJSON {
-		p := placementJSON{Zone: strs[r.IntN(len(strs))], Start: tm(), End: tm(), MeanIntensity: floats[r.IntN(len(floats))]}
+	pl := func() api.Placement {
+		p := api.Placement{Zone: strs[r.IntN(len(strs))], Start: tm(), End: tm(), MeanIntensity: floats[r.IntN(len(floats))]}
 		if r.IntN(2) == 0 {
-			p.Location = &locationJSON{Provider: strs[r.IntN(len(strs))], Region: strs[r.IntN(len(strs))]}
+			p.Location = &api.Location{Provider: strs[r.IntN(len(strs))], Region: strs[r.IntN(len(strs))]}
 		}
 		if r.IntN(2) == 0 {
 			p.EnergyKWh, p.EmissionsG = opt(), opt()
@@ -78,7 +79,7 @@ func randomSchedules(n int) []scheduleBody {
 	}
 	out := make([]scheduleBody, n)
 	for i := range out {
-		b := scheduleBody{Decision: pl(), Signal: "lifecycle", Unit: "gCO2eq/kWh", Clock: clockJSON{Mode: "replay", Now: tm()}, RequestID: strs[r.IntN(len(strs))]}
+		b := scheduleBody{Schedule: api.Schedule{Decision: pl(), Signal: "lifecycle", Unit: "gCO2eq/kWh", Clock: api.Clock{Mode: "replay", Now: tm()}, RequestID: strs[r.IntN(len(strs))]}}
 		if i%3 != 0 {
 			bp := pl()
 			b.Baseline = &bp
@@ -88,7 +89,7 @@ func randomSchedules(n int) []scheduleBody {
 		}
 		b.EmbodiedG = opt()
 		if r.IntN(2) == 0 {
-			b.Power = &powerJSON{Watts: floats[r.IntN(len(floats))], Source: strs[r.IntN(len(strs))], Provider: strs[r.IntN(len(strs))],
+			b.Power = &api.Power{Watts: floats[r.IntN(len(floats))], Source: strs[r.IntN(len(strs))], Provider: strs[r.IntN(len(strs))],
 				InstanceType: strs[r.IntN(len(strs))], Utilization: opt()}
 		}
 		if i%5 != 0 {
@@ -96,19 +97,19 @@ func randomSchedules(n int) []scheduleBody {
 				b.Alternatives = append(b.Alternatives, pl())
 			}
 			if b.Alternatives == nil {
-				b.Alternatives = []placementJSON{}
+				b.Alternatives = []api.Placement{}
 			}
 		}
 		for range r.IntN(3) {
-			b.Infeasible = append(b.Infeasible, zoneReasonJSON{Zone: strs[r.IntN(len(strs))], Reason: strs[r.IntN(len(strs))]})
+			b.Infeasible = append(b.Infeasible, api.ZoneReason{Zone: strs[r.IntN(len(strs))], Reason: strs[r.IntN(len(strs))]})
 		}
 		for range r.IntN(3) {
-			b.Capped = append(b.Capped, cappedJSON{Zone: strs[r.IntN(len(strs))], Share: floats[r.IntN(len(floats))]})
+			b.Capped = append(b.Capped, api.Capped{Zone: strs[r.IntN(len(strs))], Share: floats[r.IntN(len(floats))]})
 		}
 		if i%7 != 0 {
-			b.Provenance = map[string]provenanceJSON{}
+			b.Provenance = map[string]api.Provenance{}
 			for range r.IntN(4) {
-				b.Provenance[strs[r.IntN(len(strs))]] = provenanceJSON{Model: strs[r.IntN(len(strs))], Source: strs[r.IntN(len(strs))], IssuedAt: tm(), Reason: strs[r.IntN(len(strs))], Vendor: strs[r.IntN(len(strs))]}
+				b.Provenance[strs[r.IntN(len(strs))]] = api.Provenance{Model: strs[r.IntN(len(strs))], Source: strs[r.IntN(len(strs))], IssuedAt: tm(), Reason: strs[r.IntN(len(strs))], Vendor: strs[r.IntN(len(strs))]}
 			}
 		}
 		out[i] = b

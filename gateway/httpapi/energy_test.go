@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"github.com/carbongate/carbongate/gateway/api"
 	"math"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestScheduleGramsOverHTTP(t *testing.T) {
 		if err := json.Unmarshal(raw, &a); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%d %s (%v)", resp.StatusCode, raw, err)
 		}
-		all := []placementJSON{a.Decision}
+		all := []api.Placement{a.Decision}
 		if !minimal {
 			if a.Baseline == nil || a.Power == nil || a.Power.Watts != 150 || a.Power.Source != "power_watts" || a.Power.Utilization != nil || len(a.Alternatives) != 4 {
 				t.Fatalf("answer %s: want a baseline, power 150 W from power_watts and 4 alternatives", raw)

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/api"
 )
 
 // httpError is an error with an HTTP-only meaning (no route, wrong method,
@@ -33,17 +34,6 @@ var statusOf = map[string]int{
 	forecast.EINTERNAL:     http.StatusInternalServerError,
 }
 
-type errorBody struct {
-	Error     errorJSON `json:"error"`
-	RequestID string    `json:"request_id"`
-}
-
-type errorJSON struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
 // handleError renders err as the error body with its status. Unknown
 // errors become EINTERNAL with a generic message; their full text is logged
 // with the request id.
@@ -52,32 +42,32 @@ func (s *Server) handleError(c *echo.Context, err error) {
 		return
 	}
 	id, _ := c.Get(keyRequestID).(string)
-	var body errorJSON
+	var body api.ErrorDetail
 	status := http.StatusInternalServerError
 	var he *httpError
 	var ee echo.HTTPStatusCoder // *echo.HTTPError and echo's own errors (echo.ErrNotFound…)
 	switch {
 	case errors.As(err, &he):
-		status, body = he.status, errorJSON{Code: he.code, Message: he.message}
+		status, body = he.status, api.ErrorDetail{Code: he.code, Message: he.message}
 	case errors.As(err, &ee):
 		status = ee.StatusCode()
-		body = errorJSON{Code: echoCode(status), Message: http.StatusText(status)}
+		body = api.ErrorDetail{Code: echoCode(status), Message: http.StatusText(status)}
 		if m, ok := ee.(*echo.HTTPError); ok && m.Message != "" {
 			body.Message = m.Message
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
-		body = errorJSON{Code: forecast.EUNAVAILABLE, Message: "the request ran out of time"}
+		body = api.ErrorDetail{Code: forecast.EUNAVAILABLE, Message: "the request ran out of time"}
 	case errors.Is(err, context.Canceled):
 		status = http.StatusServiceUnavailable
-		body = errorJSON{Code: forecast.EUNAVAILABLE, Message: "the request was canceled"}
+		body = api.ErrorDetail{Code: forecast.EUNAVAILABLE, Message: "the request was canceled"}
 	default:
 		code := forecast.ErrorCode(err)
 		status = statusOf[code]
 		if status == 0 {
 			code, status = forecast.EINTERNAL, http.StatusInternalServerError
 		}
-		body = errorJSON{Code: code, Field: forecast.ErrorField(err), Message: forecast.ErrorMessage(err)}
+		body = api.ErrorDetail{Code: code, Field: forecast.ErrorField(err), Message: forecast.ErrorMessage(err)}
 		if code == forecast.EINTERNAL {
 			body.Message = "internal error"
 		}
@@ -85,7 +75,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	if status >= 500 && c.Get(keyShed) == nil && (he == nil || !he.probe) { // shed requests are counted, not logged
 		s.log.Error("request failed", "request_id", id, "status", status, "error", err.Error())
 	}
-	write := func() error { return writeJSON(c, status, errorBody{Error: body, RequestID: id}) }
+	write := func() error { return writeJSON(c, status, api.ErrorBody{Error: body, RequestID: id}) }
 	if rt := s.route(c.Path()); rt.Render != nil && c.Path() != "" {
 		write = func() error {
 			return rt.Render(c, status, ErrorInfo{Code: body.Code, Field: body.Field, Message: body.Message, RequestID: id})

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/api"
 )
 
 func (s *Server) schedule(c *echo.Context) error {
@@ -85,16 +86,16 @@ func (s *Server) forecast(c *echo.Context) error {
 
 func (s *Server) zones(c *echo.Context) error {
 	zs := s.cfg.Service.Zones()
-	out := zonesBody{Zones: make([]zoneJSON, len(zs)), Clock: clockOf(s.cfg.Service.Now()), RequestID: c.Get(keyRequestID).(string)}
+	out := api.Zones{Zones: make([]api.Zone, len(zs)), Clock: clockOf(s.cfg.Service.Now()), RequestID: c.Get(keyRequestID).(string)}
 	for i, z := range zs {
-		zj := zoneJSON{Zone: string(z.Zone), History: z.History, Locations: make([]locationJSON, len(z.Locations)),
+		zj := api.Zone{Zone: string(z.Zone), History: z.History, Locations: make([]api.Location, len(z.Locations)),
 			Forecasters: make(map[string]string, len(z.Forecasters))}
 		if z.Climatology > 0 {
 			v := z.Climatology
 			zj.Climatology = &v
 		}
 		for j, l := range z.Locations {
-			zj.Locations[j] = locationJSON{Provider: l.Provider, Region: l.Region}
+			zj.Locations[j] = api.Location{Provider: l.Provider, Region: l.Region}
 		}
 		for sig, src := range z.Forecasters {
 			zj.Forecasters[string(sig)] = string(src)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"github.com/carbongate/carbongate/gateway/api"
 	"strings"
 	"testing"
 )
@@ -33,13 +34,13 @@ func TestInstanceTypes(t *testing.T) {
 		{"provider=aws&min_cpu=2&min_ram=16&%zz", "query"},
 	} {
 		resp, body := do(t, "GET", ts.URL+"/v1/instance-types?"+tt.query, "", nil)
-		var e errorBody
+		var e api.ErrorBody
 		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 400 || e.Error.Field != tt.field {
 			t.Errorf("?%s: %d %s, want 400 naming %s", tt.query, resp.StatusCode, body, tt.field)
 		}
 	}
 	resp, body = do(t, "GET", ts.URL+"/v1/instance-types?provider=aws&min_cpu=2&min_ram=100000", "", nil)
-	var e errorBody
+	var e api.ErrorBody
 	if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 422 || e.Error.Field != "min_ram" {
 		t.Errorf("unfittable memory: %d %s, want 422 naming min_ram", resp.StatusCode, body)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/api"
 )
 
 // blockingService is a Service whose Schedule blocks until release is
@@ -59,11 +60,11 @@ func TestInFlightLimitSheds(t *testing.T) {
 	const n = 3
 	svc := &blockingService{entered: make(chan struct{}, n), release: make(chan struct{})}
 	reg := prometheus.NewRegistry()
-	api, err := New(Config{Service: svc, Metrics: reg, MaxInFlight: n, RequestTimeout: time.Minute})
+	apiSrv, err := New(Config{Service: svc, Metrics: reg, MaxInFlight: n, RequestTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api)
+	ts := httptest.NewServer(apiSrv)
 	t.Cleanup(ts.Close)
 
 	var wg sync.WaitGroup
@@ -90,7 +91,7 @@ func TestInFlightLimitSheds(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("request %d: status %d Retry-After %q, want 503 and 1; body %s", n+1, resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	var e errorBody
+	var e api.ErrorBody
 	if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != forecast.EUNAVAILABLE || !strings.Contains(e.Error.Message, "overloaded") ||
 		e.RequestID == "" || e.RequestID != resp.Header.Get(HeaderRequestID) {
 		t.Fatalf("shed body %s (%v)", body, err)
@@ -154,12 +155,12 @@ func TestBacklogSheds(t *testing.T) {
 	svc := &blockingService{entered: make(chan struct{}, 16), release: release}
 	var backlog atomic.Int64
 	newAPI := func(maxBacklog int) *httptest.Server {
-		api, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 10, MaxBacklog: maxBacklog})
+		apiSrv, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 10, MaxBacklog: maxBacklog})
 		if err != nil {
 			t.Fatal(err)
 		}
-		api.limiter.read = func() int64 { return backlog.Load() }
-		ts := httptest.NewServer(api)
+		apiSrv.limiter.read = func() int64 { return backlog.Load() }
+		ts := httptest.NewServer(apiSrv)
 		t.Cleanup(ts.Close)
 		return ts
 	}
@@ -195,11 +196,11 @@ func TestMaxInFlightConfig(t *testing.T) {
 		t.Fatalf("DefaultMaxInFlight()=%d, want %d", got, want)
 	}
 	svc := &blockingService{}
-	api, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry()})
+	apiSrv, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cap(api.limiter.slots); got != DefaultMaxInFlight() {
+	if got := cap(apiSrv.limiter.slots); got != DefaultMaxInFlight() {
 		t.Fatalf("default limit %d, want %d", got, DefaultMaxInFlight())
 	}
 	if _, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: -1}); forecast.ErrorCode(err) != forecast.EINVALID {
@@ -210,20 +211,20 @@ func TestMaxInFlightConfig(t *testing.T) {
 // BenchmarkShed measures the cost of rejecting a request at the limit.
 func BenchmarkShed(b *testing.B) {
 	svc := &blockingService{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	api, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute})
+	apiSrv, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		api.ServeHTTP(httptest.NewRecorder(), newPost(oneZone))
+		apiSrv.ServeHTTP(httptest.NewRecorder(), newPost(oneZone))
 	}()
 	<-svc.entered
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		api.ServeHTTP(w, newPost(oneZone))
+		apiSrv.ServeHTTP(w, newPost(oneZone))
 		if w.Code != http.StatusServiceUnavailable {
 			b.Fatalf("status %d", w.Code)
 		}

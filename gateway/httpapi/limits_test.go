@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/carbongate/carbongate/gateway/api"
 	"io"
 	"net"
 	"net/http"
@@ -30,8 +31,8 @@ var bodyLimits = map[string]int{
 
 func TestEveryRouteHasABodyLimit(t *testing.T) {
 	t.Parallel()
-	api, _ := newTestServer(t)
-	for _, r := range api.Routes() {
+	apiSrv, _ := newTestServer(t)
+	for _, r := range apiSrv.Routes() {
 		if _, ok := bodyLimits[r]; !ok {
 			t.Errorf("route %s has no entry in bodyLimits: give it a body limit and a test", r)
 		}
@@ -105,7 +106,7 @@ func TestBodyLimitPerRoute(t *testing.T) {
 				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, tt.status, b)
 			}
 			if tt.status == 413 {
-				var e errorBody
+				var e api.ErrorBody
 				if err := json.Unmarshal(b, &e); err != nil || e.Error.Code != "too_large" ||
 					!strings.Contains(e.Error.Message, fmt.Sprint(MaxBodyBytes)) {
 					t.Fatalf("413 body %s: want code too_large and the limit in the message", b)
@@ -120,8 +121,8 @@ func TestBodyLimitPerRoute(t *testing.T) {
 // rather than echoed.
 func TestHeaderLimits(t *testing.T) {
 	t.Parallel()
-	api, _ := newTestServer(t)
-	srv := api.HTTPServer()
+	apiSrv, _ := newTestServer(t)
+	srv := apiSrv.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

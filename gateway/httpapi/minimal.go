@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/carbongate/carbongate/gateway/api"
 	"net/http"
 	"strings"
 )
@@ -37,7 +38,7 @@ func appendScheduleMinimal(dst []byte, b *scheduleBody) ([]byte, error) {
 	e.optFloat(`,"savings_pct":`, b.SavingsPct)
 	e.optFloat(`,"savings_g":`, b.SavingsG)
 	e.raw(`,"provenance":`)
-	e.provenance(b.Provenance, func(p provenanceJSON) {
+	e.provenance(b.Provenance, func(p api.Provenance) {
 		e.raw(`{"source":`)
 		e.str(p.Source)
 		e.raw("}")

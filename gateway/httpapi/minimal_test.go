@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/carbongate/carbongate/gateway/api"
 	"net/http"
 	"reflect"
 	"testing"
@@ -16,7 +17,7 @@ func TestAppendScheduleMinimalMatchesEncodingJSON(t *testing.T) {
 		Source string `json:"source"`
 	}
 	type minimal struct {
-		Decision   placementJSON     `json:"decision"`
+		Decision   api.Placement     `json:"decision"`
 		SavingsPct *float64          `json:"savings_pct,omitempty"`
 		SavingsG   *float64          `json:"savings_g,omitempty"`
 		Provenance map[string]source `json:"provenance"`

@@ -6,128 +6,43 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/api"
 )
 
-// Wire forms of responses. Times are RFC 3339 in UTC.
-
-type placementJSON struct {
-	Zone          string        `json:"zone"`
-	Location      *locationJSON `json:"location,omitempty"`
-	Start         time.Time     `json:"start"`
-	End           time.Time     `json:"end"`
-	MeanIntensity float64       `json:"mean_intensity"`
-	EnergyKWh     *float64      `json:"energy_kwh,omitempty"`  // with a power figure: the job's energy
-	EmissionsG    *float64      `json:"emissions_g,omitempty"` // and its emissions in this window, grams CO2e
-}
-
-// powerJSON is the job's estimated power, with where it comes from.
-type powerJSON struct {
-	Watts        float64  `json:"watts"`
-	Source       string   `json:"source"`
-	Provider     string   `json:"provider,omitempty"`
-	InstanceType string   `json:"instance_type,omitempty"`
-	Utilization  *float64 `json:"utilization,omitempty"`
-}
-
-type zoneReasonJSON struct {
-	Zone   string `json:"zone"`
-	Reason string `json:"reason"`
-}
-
-// cappedJSON is a zone the zone cap steered a decision away from.
-type cappedJSON struct {
-	Zone  string  `json:"zone"`
-	Share float64 `json:"share"`
-}
-
-type provenanceJSON struct {
-	Model    string    `json:"model"`
-	Version  string    `json:"version"`
-	Source   string    `json:"source"`
-	IssuedAt time.Time `json:"issued_at"`
-	Reason   string    `json:"reason,omitempty"`
-	Vendor   string    `json:"vendor,omitempty"`
-}
-
-type clockJSON struct {
-	Mode string    `json:"mode"`
-	Now  time.Time `json:"now"`
-}
-
+// scheduleBody is the wire form of a scheduling answer (api.Schedule)
+// with what its pointer members point to, so that one pooled value holds
+// the whole answer.
 type scheduleBody struct {
-	Decision     placementJSON             `json:"decision"`
-	Baseline     *placementJSON            `json:"baseline,omitempty"`
-	SavingsPct   *float64                  `json:"savings_pct,omitempty"`
-	SavingsG     *float64                  `json:"savings_g,omitempty"`
-	EmbodiedG    *float64                  `json:"embodied_g,omitempty"`
-	Alternatives []placementJSON           `json:"alternatives"`
-	Infeasible   []zoneReasonJSON          `json:"infeasible,omitempty"`
-	Capped       []cappedJSON              `json:"capped,omitempty"`
-	Power        *powerJSON                `json:"power,omitempty"`
-	Provenance   map[string]provenanceJSON `json:"provenance"`
-	Signal       string                    `json:"signal"`
-	Unit         string                    `json:"unit"`
-	Clock        clockJSON                 `json:"clock"`
-	RequestID    string                    `json:"request_id"`
-
-	baseline placementJSON // what Baseline points to, when scheduleResponse sets it
+	api.Schedule
+	baseline api.Placement // what Baseline points to, when scheduleResponse sets it
 	energy   *energyJSON   // what the energy members point to, with a power figure
 }
 
 // energyJSON holds what a scheduleBody's energy members point to.
 type energyJSON struct {
 	kwh, savings, embodied, utilization float64
-	power                               powerJSON
+	power                               api.Power
 	grams                               []float64 // decision, baseline, then the alternatives
 }
 
-type forecastBody struct {
-	Zone       string         `json:"zone"`
-	Signal     string         `json:"signal"`
-	Unit       string         `json:"unit"`
-	Start      time.Time      `json:"start"`
-	Step       string         `json:"step"`
-	Values     []float64      `json:"values"`
-	Lower      []float64      `json:"lower,omitempty"`
-	Upper      []float64      `json:"upper,omitempty"`
-	Provenance provenanceJSON `json:"provenance"`
-	Clock      clockJSON      `json:"clock"`
-	RequestID  string         `json:"request_id"`
-}
-
-type zoneJSON struct {
-	Zone        string            `json:"zone"`
-	History     bool              `json:"history"`
-	Climatology *float64          `json:"climatology,omitempty"`
-	Locations   []locationJSON    `json:"locations"`
-	Forecasters map[string]string `json:"forecasters"`
-}
-
-type zonesBody struct {
-	Zones     []zoneJSON `json:"zones"`
-	Clock     clockJSON  `json:"clock"`
-	RequestID string     `json:"request_id"`
-}
-
-func placementOf(p gateway.Placement) placementJSON {
-	out := placementJSON{Zone: string(p.Zone), Start: p.Start.UTC(), End: p.End.UTC(), MeanIntensity: p.Mean}
+func placementOf(p gateway.Placement) api.Placement {
+	out := api.Placement{Zone: string(p.Zone), Start: p.Start.UTC(), End: p.End.UTC(), MeanIntensity: p.Mean}
 	if p.Location != nil {
-		out.Location = &locationJSON{Provider: p.Location.Provider, Region: p.Location.Region}
+		out.Location = &api.Location{Provider: p.Location.Provider, Region: p.Location.Region}
 	}
 	return out
 }
 
-func provenanceOf(p forecast.Provenance) provenanceJSON {
-	return provenanceJSON{Model: p.Model, Version: p.Version, Source: string(p.Source), IssuedAt: p.IssuedAt.UTC(), Reason: p.Reason, Vendor: p.Vendor}
+func provenanceOf(p forecast.Provenance) api.Provenance {
+	return api.Provenance{Model: p.Model, Version: p.Version, Source: string(p.Source), IssuedAt: p.IssuedAt.UTC(), Reason: p.Reason, Vendor: p.Vendor}
 }
 
-func clockOf(r gateway.Reading) clockJSON { return clockJSON{Mode: r.Mode, Now: r.Now.UTC()} }
+func clockOf(r gateway.Reading) api.Clock { return api.Clock{Mode: r.Mode, Now: r.Now.UTC()} }
 
 // scheduleResponse returns the wire form of d. The caller may hand it back
 // to releaseSchedule once it is encoded, so that its slices and map are
@@ -136,12 +51,12 @@ func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
 	out := schedulePool.Get().(*scheduleBody)
 	alts, infeasible, prov := out.Alternatives[:0], out.Infeasible[:0], out.Provenance
 	if prov == nil {
-		prov = make(map[string]provenanceJSON, len(d.Provenance))
+		prov = make(map[string]api.Provenance, len(d.Provenance))
 	}
 	if alts == nil {
-		alts = make([]placementJSON, 0, len(d.Alternatives)) // [], not null, when empty
+		alts = make([]api.Placement, 0, len(d.Alternatives)) // [], not null, when empty
 	}
-	*out = scheduleBody{
+	*out = scheduleBody{Schedule: api.Schedule{
 		Decision:     placementOf(d.Decision),
 		SavingsPct:   d.SavingsPct,
 		Alternatives: slices.Grow(alts, len(d.Alternatives))[:len(d.Alternatives)],
@@ -150,7 +65,7 @@ func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
 		Unit:         gateway.Unit,
 		Clock:        clockOf(d.Clock),
 		RequestID:    id,
-	}
+	}}
 	if d.Baseline != nil {
 		out.baseline = placementOf(*d.Baseline)
 		out.Baseline = &out.baseline
@@ -162,12 +77,12 @@ func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
 		out.Infeasible = infeasible
 	}
 	for _, r := range d.Infeasible {
-		out.Infeasible = append(out.Infeasible, zoneReasonJSON{Zone: string(r.Zone), Reason: r.Reason})
+		out.Infeasible = append(out.Infeasible, api.ZoneReason{Zone: string(r.Zone), Reason: r.Reason})
 	}
 	if len(d.Capped) > 0 {
-		out.Capped = make([]cappedJSON, len(d.Capped))
+		out.Capped = make([]api.Capped, len(d.Capped))
 		for i, c := range d.Capped {
-			out.Capped[i] = cappedJSON{Zone: string(c.Zone), Share: c.Share}
+			out.Capped[i] = api.Capped{Zone: string(c.Zone), Share: c.Share}
 		}
 	}
 	for z, p := range d.Provenance {
@@ -184,12 +99,12 @@ func scheduleResponse(d gateway.Decision, id string) *scheduleBody {
 func withEnergy(out *scheduleBody, d gateway.Decision) {
 	e := d.Energy
 	en := &energyJSON{kwh: e.KWh, utilization: e.Power.Utilization, grams: make([]float64, 0, len(d.Alternatives)+2),
-		power: powerJSON{Watts: e.Power.Watts, Source: e.Power.Source, Provider: e.Power.Provider, InstanceType: e.Power.InstanceType}}
+		power: api.Power{Watts: e.Power.Watts, Source: e.Power.Source, Provider: e.Power.Provider, InstanceType: e.Power.InstanceType}}
 	if e.Power.Source != "power_watts" {
 		en.power.Utilization = &en.utilization
 	}
 	out.energy, out.Power = en, &en.power
-	set := func(p *placementJSON, g float64) {
+	set := func(p *api.Placement, g float64) {
 		en.grams = append(en.grams, g)
 		p.EnergyKWh, p.EmissionsG = &en.kwh, &en.grams[len(en.grams)-1]
 	}
@@ -222,12 +137,12 @@ func releaseSchedule(b *scheduleBody) {
 	clear(alts[:cap(alts)])
 	clear(infeasible[:cap(infeasible)])
 	clear(prov)
-	*b = scheduleBody{Alternatives: alts, Infeasible: infeasible, Provenance: prov}
+	*b = scheduleBody{Schedule: api.Schedule{Alternatives: alts, Infeasible: infeasible, Provenance: prov}}
 	schedulePool.Put(b)
 }
 
-func forecastResponse(fc forecast.Forecast, now gateway.Reading, id string) forecastBody {
-	return forecastBody{
+func forecastResponse(fc forecast.Forecast, now gateway.Reading, id string) api.Forecast {
+	return api.Forecast{
 		Zone: string(fc.Zone), Signal: string(fc.Signal), Unit: gateway.Unit,
 		Start: fc.Series.Start.UTC(), Step: "PT1H", Values: fc.Series.Values, Lower: fc.Lower, Upper: fc.Upper,
 		Provenance: provenanceOf(fc.Provenance), Clock: clockOf(now), RequestID: id,

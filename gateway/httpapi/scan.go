@@ -1,5 +1,7 @@
 package httpapi
 
+import "github.com/carbongate/carbongate/gateway/api"
+
 // scanSchedule decodes the common shape of a scheduling request without
 // reflection: one JSON object whose members are among zones (an array of
 // strings), duration, earliest_start, deadline, signal, origin and step
@@ -7,11 +9,12 @@ package httpapi
 // printable ASCII without escapes, and nothing but whitespace after it. It
 // returns false for anything else (locations, null, escapes, other
 // spellings, repeated or unknown members, malformed JSON), and then the
-// caller decodes with encoding/json, which gives the same scheduleJSON for
+// caller decodes with encoding/json, which gives the same
+// api.ScheduleRequest for
 // every body scanSchedule accepts and reports the errors. The strings share
 // one copy of body.
-func scanSchedule(body []byte) (scheduleJSON, bool) {
-	var w scheduleJSON
+func scanSchedule(body []byte) (api.ScheduleRequest, bool) {
+	var w api.ScheduleRequest
 	sc := scanner{b: body}
 	if !sc.byte('{') {
 		return w, false

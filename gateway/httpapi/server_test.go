@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
@@ -49,13 +50,13 @@ func newTestServerWith(tb testing.TB, set func(*Config)) (*Server, *httptest.Ser
 	if set != nil {
 		set(&cfg)
 	}
-	api, err := New(cfg)
+	apiSrv, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := httptest.NewServer(api)
+	ts := httptest.NewServer(apiSrv)
 	tb.Cleanup(ts.Close)
-	return api, ts
+	return apiSrv, ts
 }
 
 func do(t *testing.T, method, url, ctype string, body []byte, hdr ...string) (*http.Response, []byte) {
@@ -100,8 +101,8 @@ func TestScheduleOverHTTP(t *testing.T) {
 			Start time.Time `json:"start"`
 		} `json:"decision"`
 		Alternatives []json.RawMessage          `json:"alternatives"`
-		Provenance   map[string]provenanceJSON  `json:"provenance"`
-		Clock        clockJSON                  `json:"clock"`
+		Provenance   map[string]api.Provenance  `json:"provenance"`
+		Clock        api.Clock                  `json:"clock"`
 		RequestID    string                     `json:"request_id"`
 		Unit         string                     `json:"unit"`
 		Extra        map[string]json.RawMessage `json:"-"`
@@ -175,7 +176,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status=%d, want %d; body %s", resp.StatusCode, tt.status, body)
 			}
-			var e errorBody
+			var e api.ErrorBody
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatalf("error body %s: %v", body, err)
 			}
@@ -206,7 +207,7 @@ func TestUnknownRegionNamed(t *testing.T) {
 
 func TestProbesAndMetrics(t *testing.T) {
 	t.Parallel()
-	api, ts := newTestServer(t)
+	apiSrv, ts := newTestServer(t)
 	for _, p := range []string{"/healthz", "/readyz", "/v1/zones", "/v1/forecast?zone=DE", "/openapi.json"} {
 		if resp, body := do(t, "GET", ts.URL+p, "", nil); resp.StatusCode != 200 {
 			t.Fatalf("GET %s: %d %s", p, resp.StatusCode, body)
@@ -225,7 +226,7 @@ func TestProbesAndMetrics(t *testing.T) {
 			t.Fatalf("metrics lack %q:\n%s", want, body)
 		}
 	}
-	api.Drain()
+	apiSrv.Drain()
 	if resp, _ := do(t, "GET", ts.URL+"/readyz", "", nil); resp.StatusCode != 503 {
 		t.Fatalf("readyz while draining: %d, want 503", resp.StatusCode)
 	}
@@ -254,9 +255,9 @@ func loadSpec(t *testing.T) spec {
 
 func TestOpenAPICoversRoutes(t *testing.T) {
 	t.Parallel()
-	api, _ := newTestServer(t)
+	apiSrv, _ := newTestServer(t)
 	s := loadSpec(t)
-	routes := api.Routes()
+	routes := apiSrv.Routes()
 	for _, r := range routes {
 		method, path, _ := strings.Cut(r, " ")
 		ops, ok := s.Paths[path]

@@ -29,11 +29,11 @@ func TestZoneCapOverHTTP(t *testing.T) {
 	if err := g.Warm(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := New(Config{Service: g.Service, Metrics: reg})
+	apiSrv, err := New(Config{Service: g.Service, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api)
+	ts := httptest.NewServer(apiSrv)
 	t.Cleanup(ts.Close)
 	s := loadSpec(t)
 

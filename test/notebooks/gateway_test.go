@@ -4,15 +4,14 @@ package notebooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/oip/rest"
 	"github.com/carbongate/carbongate/test/services"
 )
@@ -30,22 +29,6 @@ func startGateway(t *testing.T, bin, restURL string) string {
 		"--clock", "replay", "--replay-start", replayStart, "--upstream-timeout", "10s")
 }
 
-// forecastBody is the part of GET /v1/forecast the test reads.
-type forecastBody struct {
-	Zone       string    `json:"zone"`
-	Signal     string    `json:"signal"`
-	Start      time.Time `json:"start"`
-	Values     []float64 `json:"values"`
-	Lower      []float64 `json:"lower"`
-	Upper      []float64 `json:"upper"`
-	Provenance struct {
-		Model   string `json:"model"`
-		Version string `json:"version"`
-		Source  string `json:"source"`
-		Reason  string `json:"reason"`
-	} `json:"provenance"`
-}
-
 // checkGatewayForecast asks the gateway for the zone's forecast: it must
 // come from the zone model (the registered name and version) and equal
 // what the model answers directly for the same start and history.
@@ -53,13 +36,9 @@ func checkGatewayForecast(t *testing.T, base string, c *rest.Client, y forecast.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	body, status, err := get(ctx, base+"/v1/forecast?zone="+zone+"&signal="+string(signal))
-	if err != nil || status != http.StatusOK {
-		t.Fatalf("GET /v1/forecast: %d %v %s", status, err, body)
-	}
-	var fc forecastBody
-	if err := json.Unmarshal(body, &fc); err != nil {
-		t.Fatalf("/v1/forecast: %v: %s", err, body)
+	fc, body, err := (&api.Client{BaseURL: base, Timeout: 30 * time.Second}).Forecast(ctx, zone, string(signal))
+	if err != nil {
+		t.Fatalf("GET /v1/forecast: %v %s", err, body)
 	}
 	p := fc.Provenance
 	if p.Source != string(forecast.SourceZone) || p.Model != modelName || p.Version != version {
