@@ -46,6 +46,7 @@ import (
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 	"github.com/carbongate/carbongate/oip/rest"
+	"github.com/carbongate/carbongate/registry/follow"
 	"github.com/carbongate/carbongate/registry/s3"
 )
 
@@ -104,7 +105,7 @@ type Main struct {
 	s3c            *minio.Client
 	tmpCache       string
 	remotes        []*remote
-	reg            *follower // registry mode, set by Run
+	reg            *follow.Follower // registry mode, set by Run
 	stop           context.CancelFunc
 	loaded         chan struct{}
 	loadErr        error
@@ -334,7 +335,7 @@ func (m *Main) loadAndWatch(ctx context.Context) {
 	}
 	switch {
 	case m.reg != nil:
-		m.followRegistry(ctx)
+		m.reg.Run(ctx)
 	case m.ReloadInterval > 0:
 		m.Backend.Watch(ctx, m.ReloadInterval, m.refetch)
 	}

@@ -334,7 +334,7 @@ func TestRegistryFlags(t *testing.T) {
 	if r.URI != "http://mlflow:5000" || r.Token != "tok" || r.PollInterval != DefaultRegistryPoll || m.S3.Endpoint != "http://s3:8333" {
 		t.Fatalf("defaults from the environment: %+v, S3 endpoint %q", r, m.S3.Endpoint)
 	}
-	if m.reg == nil || m.reg.name != "m" || m.reg.ref.Alias != "champion" {
+	if m.reg == nil || m.reg.Name() != "m" || m.reg.Ref().Alias != "champion" {
 		t.Fatalf("registry mode not set up: %+v", m.reg)
 	}
 
