@@ -124,11 +124,16 @@ func promoteWith(ctx context.Context, args []string, stdout, stderr io.Writer, o
 		return err
 	}
 	defer store.Close()
-	prev, err := aliasTarget(ctx, store, name, *alias)
-	if err != nil {
+	var prev *int64
+	if err := whileUnavailable(ctx, stderr, func(ctx context.Context) (err error) {
+		prev, err = aliasTarget(ctx, store, name, *alias)
+		return err
+	}); err != nil {
 		return err
 	}
-	if err := store.SetAlias(ctx, name, *alias, v); err != nil {
+	// Pointing the alias again at the same version is harmless: a retry
+	// after an answer lost on the way is safe.
+	if err := whileUnavailable(ctx, stderr, func(ctx context.Context) error { return store.SetAlias(ctx, name, *alias, v) }); err != nil {
 		return err
 	}
 	from := "none"

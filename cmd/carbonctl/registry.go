@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/registry"
@@ -259,4 +260,18 @@ func storeBlobs(ctx context.Context, dir, base string, maxBytes int64) (uploaded
 		defer c.Close()
 		_ = c.Remove(table, up.Created)
 	}}, nil
+}
+
+// whileUnavailable calls fn until it succeeds, fails for a reason other
+// than EUNAVAILABLE (a database restarting, CrateDB shards still
+// recovering) or ctx ends, with backoff; each retry is said on stderr.
+func whileUnavailable(ctx context.Context, stderr io.Writer, fn func(context.Context) error) error {
+	p := retry.Policy{
+		Base: 500 * time.Millisecond, Cap: 5 * time.Second,
+		Retryable: func(err error) bool { return forecast.ErrorCode(err) == forecast.EUNAVAILABLE },
+		OnRetry: func(_ int, pause time.Duration, err error) {
+			fmt.Fprintf(stderr, "carbonctl: registry unavailable, retrying in %v: %s\n", pause.Round(time.Millisecond), forecast.ErrorSummary(err))
+		},
+	}
+	return p.Do(ctx, fn)
 }

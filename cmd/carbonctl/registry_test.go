@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models/serve/servetest"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/embedded"
@@ -161,5 +163,31 @@ func TestRegisterPromoteOverHTTP(t *testing.T) {
 	}
 	if v, err := s.VersionByAlias(context.Background(), "carbon-forecaster-DE", "champion"); err != nil || v.Version != 2 {
 		t.Fatalf("champion %+v %v", v, err)
+	}
+}
+
+// TestWhileUnavailable: a registry that answers unavailable (CrateDB's
+// shards recovering after a restart) is retried until it answers; any
+// other error ends at once.
+func TestWhileUnavailable(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	calls := 0
+	err := whileUnavailable(context.Background(), &stderr, func(context.Context) error {
+		if calls++; calls < 3 {
+			return forecast.Errorf(forecast.EUNAVAILABLE, "cratedb get model version: cluster unavailable")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 || strings.Count(stderr.String(), "registry unavailable, retrying") != 2 {
+		t.Fatalf("err %v after %d calls, stderr %q; want success on the third call after two retries said", err, calls, stderr.String())
+	}
+	calls = 0
+	err = whileUnavailable(context.Background(), &stderr, func(context.Context) error {
+		calls++
+		return forecast.Errorf(forecast.ENOTFOUND, "no version 9")
+	})
+	if forecast.ErrorCode(err) != forecast.ENOTFOUND || calls != 1 {
+		t.Fatalf("not found: %v after %d calls, want it at once", err, calls)
 	}
 }
