@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -114,12 +113,6 @@ type Main struct {
 	closeOnce      sync.Once
 	closeErr       error
 	tracing        *tracing.Tracing
-}
-
-// remote is an S3 prefix mirrored into a local directory.
-type remote struct {
-	uri, dir    string
-	fingerprint string
 }
 
 // InFlightPerCPU sets the default in-flight limit: DefaultMaxInFlight is
@@ -286,195 +279,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	return nil
 }
 
-// resolveSources applies the /mnt/models default and checks the flags
-// agree.
-func (m *Main) resolveSources() error {
-	if m.Registry.Model != "" {
-		if err := m.checkRegistry(); err != nil {
-			return err
-		}
-	} else if m.ModelDir == "" && m.ModelsDir == "" {
-		if st, err := m.Stat(KServeModelDir); err == nil && st.IsDir() {
-			m.ModelDir = KServeModelDir
-		} else {
-			return errors.New("no models: give --model_dir, --models or --model (or mount " + KServeModelDir + ")")
-		}
-	}
-	if m.ModelName != "" && m.ModelDir == "" && m.reg == nil {
-		return errors.New("--model_name names the model of --model_dir")
-	}
-	if m.MaxBatch < 1 {
-		return fmt.Errorf("--max-batch %d must be at least 1", m.MaxBatch)
-	}
-	if m.MaxInFlight < 1 {
-		return fmt.Errorf("--max-inflight %d must be at least 1", m.MaxInFlight)
-	}
-	if m.ReloadInterval < 0 {
-		return fmt.Errorf("--reload-interval %v must not be negative", m.ReloadInterval)
-	}
-	return nil
-}
-
-func (m *Main) needsS3() bool { return s3.IsURI(m.ModelDir) || s3.IsURI(m.ModelsDir) }
-
-// loadAndWatch fetches and loads the models, reports the outcome on
-// Loaded (and Done when nothing could be served), then reloads every
-// ReloadInterval until ctx ends.
-func (m *Main) loadAndWatch(ctx context.Context) {
-	err := m.load(ctx)
-	m.loadErr = err
-	if err == nil {
-		m.startGRPC()
-	}
-	close(m.loaded)
-	if err != nil {
-		if ctx.Err() == nil {
-			m.done <- fmt.Errorf("loading models: %w", err)
-		}
-		return
-	}
-	switch {
-	case m.reg != nil:
-		m.reg.Run(ctx)
-	case m.ReloadInterval > 0:
-		m.Backend.Watch(ctx, m.ReloadInterval, m.refetch)
-	}
-}
-
-// startGRPC serves gRPC on its listener once the first load ended, as
-// KServe's and Triton's servers load their models before serving: the
-// largest message it receives is derived from the loaded models (see
-// grpcMaxMessage), and grpc.Server fixes it at construction. Until then
-// gRPC clients connect and wait. It does nothing once Close began.
-func (m *Main) startGRPC() {
-	m.grpcMu.Lock()
-	defer m.grpcMu.Unlock()
-	if m.grpcStopped {
-		return
-	}
-	maxMsg := m.grpcMaxMessage()
-	m.grpcHealth = oipgrpc.NewHealth(m.backend())
-	m.grpcSrv = oipgrpc.NewServer(m.backend(), oipgrpc.ServerLogger(m.Logger), oipgrpc.ServerGate(m.gate), oipgrpc.ServerMaxMessageSize(maxMsg),
-		oipgrpc.ServerHealth(m.grpcHealth), oipgrpc.ServerGRPCOptions(tracing.ServerOptions()...))
-	srv, ln := m.grpcSrv, m.grpcLn
-	m.wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			m.done <- fmt.Errorf("grpc: %w", err)
-		}
-	})
-	m.Logger.Info("grpc serving", "grpc", ln.Addr().String(), "max_message_bytes", maxMsg)
-}
-
-// grpcMaxMessage is the largest ModelInfer request of the loaded models at
-// --max-batch rows (oip.Limits.MaxBinaryBytes: raw contents are exact,
-// packed FP32 4 bytes a value), and at least the response of the largest
-// (forecast, lower and upper FP32 at 4 bytes a value), so that one limit
-// serves both directions. A model reloaded with a longer lookback can take
-// larger messages than this until carbonserve restarts: requests above it
-// get ResourceExhausted.
-func (m *Main) grpcMaxMessage() int {
-	n := int64(oip.RequestOverheadBytes)
-	for _, st := range m.Backend.Models() {
-		if !st.Ready {
-			continue
-		}
-		lim, err := m.Backend.InferLimits(context.Background(), st.Name, "")
-		if err != nil {
-			continue
-		}
-		out := int64(oip.RequestOverheadBytes) + 3*4*int64(m.MaxBatch)*int64(st.Meta.Horizon)
-		n = max(n, lim.MaxBinaryBytes(), out)
-	}
-	return int(n)
-}
-
-func (m *Main) load(ctx context.Context) error {
-	if m.reg != nil {
-		return m.loadRegistry(ctx)
-	}
-	var srcs []serve.Source
-	for _, root := range []string{m.ModelDir, m.ModelsDir} {
-		if root == "" {
-			continue
-		}
-		dir := root
-		if s3.IsURI(root) {
-			var err error
-			if dir, err = m.fetch(ctx, root); err != nil {
-				return err
-			}
-		}
-		found, err := serve.Discover(dir, m.Signal)
-		if err != nil {
-			return err
-		}
-		if root == m.ModelDir && m.ModelName != "" {
-			if len(found) != 1 {
-				return fmt.Errorf("--model_name %q needs one model in --model_dir, found %d", m.ModelName, len(found))
-			}
-			found[0].Name = m.ModelName
-		}
-		srcs = append(srcs, found...)
-	}
-	var errs []error
-	for _, src := range srcs {
-		name, err := m.Backend.Add(ctx, src)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(src.Dir), err))
-			m.Logger.Error("model not loaded", "model", name, "dir", filepath.Base(src.Dir), "error", err)
-		}
-	}
-	if len(errs) == len(srcs) {
-		return errors.Join(errs...)
-	}
-	return nil // the models that failed stay not ready; Reload retries them
-}
-
-// fetch mirrors uri into a directory of the cache and returns it.
-func (m *Main) fetch(ctx context.Context, uri string) (string, error) {
-	if m.CacheDir == "" {
-		tmp, err := os.MkdirTemp("", "carbonserve-")
-		if err != nil {
-			return "", err
-		}
-		m.CacheDir, m.tmpCache = tmp, tmp
-	}
-	r := &remote{uri: uri, dir: filepath.Join(m.CacheDir, fmt.Sprintf("remote-%d", len(m.remotes)))}
-	fctx, cancel := context.WithTimeout(ctx, m.FetchTimeout)
-	defer cancel()
-	t0 := time.Now()
-	res, err := s3.Fetch(fctx, m.s3c, uri, r.dir)
-	if err != nil {
-		return "", fmt.Errorf("fetch %s: %w", uri, err)
-	}
-	r.fingerprint = res.Fingerprint
-	m.remotes = append(m.remotes, r)
-	m.Logger.Info("fetched models", "uri", uri, "objects", res.Objects, "bytes", res.Bytes, "elapsed_ms", time.Since(t0).Milliseconds())
-	return r.dir, nil
-}
-
-// refetch downloads each S3 prefix again when its listing changed; Reload
-// then swaps in the models whose MLmodel changed.
-func (m *Main) refetch(ctx context.Context) error {
-	var errs []error
-	for _, r := range m.remotes {
-		fctx, cancel := context.WithTimeout(ctx, m.FetchTimeout)
-		fp, err := s3.Stat(fctx, m.s3c, r.uri)
-		if err == nil && fp != r.fingerprint {
-			var res s3.Result
-			if res, err = s3.Fetch(fctx, m.s3c, r.uri, r.dir); err == nil {
-				r.fingerprint = res.Fingerprint
-				m.Logger.Info("fetched changed models", "uri", r.uri, "objects", res.Objects, "bytes", res.Bytes)
-			}
-		}
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.uri, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Loaded is closed once the first load of the models ended; LoadErr then
 // tells whether any model could be loaded.
 func (m *Main) Loaded() <-chan struct{} { return m.loaded }
@@ -545,28 +349,6 @@ func (m *Main) Close() error {
 		m.Logger.Info("stopped")
 	})
 	return m.closeErr
-}
-
-// stopGRPC stops the gRPC server gracefully within ctx, or closes its
-// listener when it never started serving; after it startGRPC does nothing.
-func (m *Main) stopGRPC(ctx context.Context) {
-	m.grpcMu.Lock()
-	srv, ln, health := m.grpcSrv, m.grpcLn, m.grpcHealth
-	m.grpcStopped = true
-	m.grpcMu.Unlock()
-	if srv == nil {
-		ln.Close()
-		return
-	}
-	health.Shutdown() // health watchers would hold GracefulStop
-	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		srv.Stop()
-		<-stopped
-	}
 }
 
 func (m *Main) closeListeners() {
