@@ -225,9 +225,9 @@ func TestCASDKAzureRegionsOfTheSDK(t *testing.T) {
 		t.Errorf("%d of the SDK's %d Azure regions served, want at least 53", served, len(sdk))
 	}
 	for loc, want := range map[string]string{
-		"uksuoth":          "did you mean uksouth",
-		"westus3":          "maps to zone US-SW-AZPS, which has no data and no climatology",
-		"azure:chinanorth": "known but has no grid zone",
+		"uksuoth":        "did you mean uksouth",
+		"westus3":        "maps to zone US-SW-AZPS, which has no data and no climatology",
+		"azure:brazilus": "known but has no grid zone",
 	} {
 		if code, body := get(loc); code != http.StatusBadRequest || !strings.Contains(body, want) {
 			t.Errorf("%s: %d %s, want 400 with %q", loc, code, body, want)

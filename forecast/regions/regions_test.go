@@ -32,7 +32,8 @@ func TestLookupDefault(t *testing.T) {
 		{"azure", "uksuoth", "", forecast.ENOTFOUND, `unknown azure region "uksuoth"; did you mean uksouth`},
 		{"aws", "mars-1", "", forecast.ENOTFOUND, `unknown aws region "mars-1"`},
 		{"ibm", "x", "", forecast.ENOTFOUND, "unknown cloud provider"},
-		{"azure", "chinanorth", "", forecast.EINFEASIBLE, "azure region chinanorth is known but has no grid zone: no source maps mainland China"},
+		{"azure", "brazilus", "", forecast.EINFEASIBLE, "azure region brazilus is known but has no grid zone: a logical region with no documented site"},
+		{"aws", "cn-north-1", "CN", "", ""},
 		{"azure", "westeurop", "", forecast.ENOTFOUND, "did you mean westeurope"},
 	}
 	for _, tc := range tests {

@@ -26,8 +26,11 @@ func TestBundle(t *testing.T) {
 	if r := find("azure", "northeurope"); r.Zone != "IE" || !r.EU {
 		t.Errorf("northeurope %+v, want IE (Dublin), in the EU", r)
 	}
-	if r := find("aws", "cn-north-1"); r.Zone != "" || r.EU {
-		t.Errorf("cn-north-1 %+v, want no zone (an exception), outside the EU", r)
+	if r := find("aws", "cn-north-1"); r.Zone != "CN" || r.EU {
+		t.Errorf("cn-north-1 %+v, want CN (mainland China), outside the EU", r)
+	}
+	if r := find("azure", "brazilus"); r.Zone != "" || r.EU {
+		t.Errorf("brazilus %+v, want no zone (an exception), outside the EU", r)
 	}
 	if r := find("aws", "eu-west-2"); r.Zone != "GB" || r.EU {
 		t.Errorf("eu-west-2 %+v, want GB outside the EU", r)

@@ -262,10 +262,10 @@ test_residency_excludes_all if {
 }
 
 test_no_zone_one_region if {
-	spec := {"provider": "aws", "duration": "PT3H", "maxLatencyMs": 10, "originRegion": "cn-north-1"}
+	spec := {"provider": "azure", "duration": "PT3H", "maxLatencyMs": 10, "originRegion": "brazilus"}
 	r := decide(create(spec))
-	r.status.message == "no eligible region: no latency data for provider aws: only the origin region qualifies, 1 region without a grid zone"
-	denied(r, 403, "1 region without a grid zone")
+	r.status.message == "no eligible region: 100 regions without a latency measurement from brazilus, 1 without a grid zone"
+	denied(r, 403, "1 without a grid zone")
 }
 
 # solo_index is the index gen derives for a provider whose only region,

@@ -23,6 +23,7 @@ var climHeader = []string{"zone", "signal", "value", "year", "source", "scope"}
 // signal only. CA-AB and US-SW-AZPS are left out: Canada's and the United
 // States' averages are far from Alberta's and Arizona's grids.
 var countryFigures = map[string]struct{ iso3, scope string }{
+	"CN":     {"CHN", "country (mainland China)"},
 	"MX":     {"MEX", "country"},
 	"QA":     {"QAT", "country"},
 	"TH":     {"THA", "country"},

@@ -87,13 +87,13 @@ func TestCoveragePerList(t *testing.T) {
 		}
 	}
 	want := map[string][3]int{ // listed, resolved, excepted
-		"aws botocore@1.44.8":             {39, 37, 2},
-		"aws ccf-aws@0.15.0":              {27, 25, 2},
-		"aws cloud-regions-info@1.0.1":    {32, 30, 2},
-		"aws gsf-real-time-cloud":         {33, 31, 2},
+		"aws botocore@1.44.8":             {39, 39, 0},
+		"aws ccf-aws@0.15.0":              {27, 27, 0},
+		"aws cloud-regions-info@1.0.1":    {32, 32, 0},
+		"aws gsf-real-time-cloud":         {33, 33, 0},
 		"azure carbon-aware-sdk@61420cc":  {55, 54, 1},
 		"azure ccf-azure@1.8.0":           {78, 69, 9},
-		"azure cloud-regions-info@1.0.1":  {60, 55, 5},
+		"azure cloud-regions-info@1.0.1":  {60, 60, 0},
 		"azure gsf-real-time-cloud":       {27, 27, 0},
 		"gcp codecarbon@3.3.2":            {40, 40, 0},
 		"gcp cloud-regions-info@1.0.1":    {29, 29, 0},
@@ -109,20 +109,8 @@ func TestCoveragePerList(t *testing.T) {
 	for k, c := range lists {
 		// Azure's CCF list holds geographies (asia, india, ...) that are
 		// no region; the other lists are regions only.
-		if k != "azure ccf-azure@1.8.0" && float64(c.resolved) < 0.95*float64(c.listed-exceptedChina(k)) {
+		if k != "azure ccf-azure@1.8.0" && float64(c.resolved) < 0.95*float64(c.listed) {
 			t.Errorf("%s: %d of %d resolved, under 95 %%", k, c.resolved, c.listed)
 		}
 	}
-}
-
-// exceptedChina is the number of mainland China regions of a list: no
-// source maps them to a zone.
-func exceptedChina(k string) int {
-	switch k {
-	case "aws botocore@1.44.8", "aws ccf-aws@0.15.0", "aws cloud-regions-info@1.0.1", "aws gsf-real-time-cloud":
-		return 2
-	case "azure cloud-regions-info@1.0.1":
-		return 5
-	}
-	return 0
 }
