@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/retry"
+	"github.com/carbongate/carbongate/internal/retry"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/registry"

@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 )

@@ -40,7 +40,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/cmd/internal/version"
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"

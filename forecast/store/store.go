@@ -111,7 +111,7 @@ type Observed interface {
 
 // Timeouts the database stores (postgres, cratedb) apply when the caller's
 // context has no deadline; every other call is bounded by
-// forecast/pgwire's DefaultTimeout.
+// internal/pgwire's DefaultTimeout.
 const (
 	// WriteTimeout bounds WriteForecasts and UpsertObserved: large
 	// batches are the caller's choice.

@@ -14,8 +14,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/internal/strictjson"
 )
 
 // Path is the route of the webhook.

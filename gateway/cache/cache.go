@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 )
 
 // Key names one cached forecast.

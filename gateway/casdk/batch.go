@@ -16,7 +16,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
-	"github.com/carbongate/carbongate/forecast/strictjson"
+	"github.com/carbongate/carbongate/internal/strictjson"
 )
 
 // batchForecast is one item of POST /emissions/forecasts/batch.

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 )
 
 // Step is one step of the chain.

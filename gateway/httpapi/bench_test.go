@@ -18,8 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/gateway/wiring"
+	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 

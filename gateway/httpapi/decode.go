@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/strictjson"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/internal/strictjson"
 )
 
 // DecodeScheduleRequest parses the JSON body of POST /v1/schedule: the JSON

@@ -22,7 +22,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/oip"
 )
 

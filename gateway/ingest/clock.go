@@ -9,7 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/retry"
+	"github.com/carbongate/carbongate/internal/retry"
 )
 
 // Clock tells the time and waits. The Poller and TokenBucket take one so

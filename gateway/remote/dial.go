@@ -3,7 +3,7 @@ package remote
 import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/route"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 	"github.com/carbongate/carbongate/oip/rest"

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/internal/retry"
 	"github.com/carbongate/carbongate/oip"
 )
 

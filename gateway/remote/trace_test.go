@@ -15,7 +15,7 @@ import (
 
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
 	"github.com/carbongate/carbongate/gateway/route"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 )
 

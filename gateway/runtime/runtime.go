@@ -43,8 +43,8 @@ import (
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/route"
-	"github.com/carbongate/carbongate/gateway/tracing"
 	"github.com/carbongate/carbongate/gateway/wiring"
+	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/models/history"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/retry"
+	"github.com/carbongate/carbongate/internal/retry"
 	"github.com/carbongate/carbongate/models"
 )
 
@@ -81,7 +81,7 @@ func InProcessModel(m models.Model, version string) Model {
 
 // Retry is a Predictor that gives each call of Next its own deadline and
 // retries calls failing with EUNAVAILABLE with exponential backoff and
-// jitter (forecast/retry), so that shards failing on the same server at
+// jitter (internal/retry), so that shards failing on the same server at
 // once do not come back in lock-step.
 type Retry struct {
 	Next Predictor

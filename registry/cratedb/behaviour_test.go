@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 

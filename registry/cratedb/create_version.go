@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 

@@ -2,7 +2,7 @@ package cratedb
 
 import (
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // MigrateHint is appended to errors caused by missing tables. Right after a

@@ -23,7 +23,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/retry"
+	"github.com/carbongate/carbongate/internal/retry"
 	"github.com/carbongate/carbongate/models/artifact"
 	"github.com/carbongate/carbongate/models/serve"
 	"github.com/carbongate/carbongate/oip"

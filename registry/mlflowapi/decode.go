@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/strictjson"
+	"github.com/carbongate/carbongate/internal/strictjson"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/mlflowjson"
 )

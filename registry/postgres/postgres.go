@@ -34,7 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 	"github.com/carbongate/carbongate/registry"
 )
 

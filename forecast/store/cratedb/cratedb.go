@@ -25,9 +25,9 @@ import (
 	"context"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/forecast/store/sqlstore"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // MaxBatch is the most rows one INSERT statement carries. Larger

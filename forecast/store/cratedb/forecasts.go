@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/forecast/store/sqlstore"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 var (

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 var observedCols = []column{{"zone", "text[]"}, {"signal", "text[]"}, {"time", "timestamp with time zone[]"},

@@ -3,7 +3,7 @@ package cratedb
 import (
 	"context"
 
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // backend is how this package's errors read and its pools are set up.

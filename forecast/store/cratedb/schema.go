@@ -3,7 +3,7 @@ package cratedb
 import (
 	"context"
 
-	"github.com/carbongate/carbongate/forecast/pgwire"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // ddl creates the store's tables, with the columns and primary keys of

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statement transcripts in testdata")

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/forecast/store/sqlstore"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // stagingMode chooses how WriteForecasts gets its staging table.

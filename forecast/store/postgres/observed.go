@@ -7,8 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // upsertObserved stores one series' observations passed as three parallel

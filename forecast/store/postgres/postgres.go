@@ -28,9 +28,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/forecast/store/sqlstore"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // Timeouts applied when the caller's context has no deadline.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/pgwire"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/internal/pgwire"
 )
 
 // Dialect is what differs between backends' SQL.

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/forecast/retry"
 	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/internal/retry"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 	"github.com/carbongate/carbongate/oip/rest"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/carbongate/carbongate/forecast/retry"
+	"github.com/carbongate/carbongate/internal/retry"
 )
 
 // A call that fails twice with a transient error, then succeeds. Sleep and

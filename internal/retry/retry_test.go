@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carbongate/carbongate/forecast/retry"
+	"github.com/carbongate/carbongate/internal/retry"
 )
 
 var (

@@ -7,10 +7,10 @@
 // every backend and hence the same HTTP status, gRPC code and MLflow
 // error_code.
 //
-// It sits under forecast/ (as forecast/retry does) because both the
-// registry and the forecast/store trees import it and Go's internal
-// directories cannot span the two; it is the backends' plumbing, not an
-// API for other packages.
+// It sits in internal/ with the other cross-cutting utilities because
+// both the registry and the forecast/store trees import it; it imports no
+// layer above the forecast package (whose errors it returns) and is the
+// backends' plumbing, not an API for other packages.
 package pgwire
 
 import (
@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/tracing"
+	"github.com/carbongate/carbongate/internal/tracing"
 )
 
 // Timeouts applied when the caller's context has no deadline.
