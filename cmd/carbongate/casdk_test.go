@@ -18,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/casdk"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // TestCASDKServed: the Carbon Aware SDK's API is served under /casdk by
@@ -48,7 +49,7 @@ func TestCASDKServed(t *testing.T) {
 				if resp.StatusCode != want {
 					t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
 				}
-				if want == 200 && resp.Header.Get(httpapi.HeaderRequestID) == "" {
+				if want == 200 && resp.Header.Get(httpedge.HeaderRequestID) == "" {
 					t.Errorf("GET %s: no request id", path)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/internal/strictjson"
 )
 
@@ -56,7 +56,7 @@ func (w *Webhook) handle(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id := c.Response().Header().Get(httpapi.HeaderRequestID)
+	id := c.Response().Header().Get(httpedge.HeaderRequestID)
 	review.Response = w.Admit(r.Context(), review.Request, id)
 	review.Request = nil
 	return c.JSON(http.StatusOK, review)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // shedError is the scheduling error of a review shed for overload.
@@ -30,8 +30,8 @@ func (s shedScheduler) Schedule(context.Context, gateway.Request) (gateway.Decis
 
 // Route returns how the gateway's HTTP server treats the webhook route:
 // its body limit, and Shed for reviews shed for overload.
-func (w *Webhook) Route() httpapi.Route {
-	return httpapi.Route{Prefix: Path, MaxBody: w.cfg.MaxBody, Shed: w.Shed}
+func (w *Webhook) Route() httpedge.Route {
+	return httpedge.Route{Prefix: Path, MaxBody: w.cfg.MaxBody, Shed: w.Shed}
 }
 
 // Shed answers a review the server sheds for overload (reason, code
@@ -46,8 +46,8 @@ func (w *Webhook) Route() httpapi.Route {
 // gets the plain 503.
 func (w *Webhook) Shed(c *echo.Context, reason error) error {
 	err := shedError{forecast.Errorf(forecast.EUNAVAILABLE, "%s", forecast.ErrorMessage(reason))}
-	body, complete := httpapi.Body(c)
-	id := c.Response().Header().Get(httpapi.HeaderRequestID)
+	body, complete := httpedge.Body(c)
+	id := c.Response().Header().Get(httpedge.HeaderRequestID)
 	if !complete {
 		uid := scanUID(body)
 		if uid == "" {

@@ -13,6 +13,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // TestShedAnswersAReview is the reproduction of the shed admission: with
@@ -33,7 +34,7 @@ func TestShedAnswersAReview(t *testing.T) {
 				t.Fatal(err)
 			}
 			api, err := httpapi.New(httpapi.Config{Service: slow, Metrics: prometheus.NewRegistry(), MaxInFlight: 1,
-				RequestTimeout: 3 * time.Second, Mount: w.Register, Routes: []httpapi.Route{w.Route()}})
+				RequestTimeout: 3 * time.Second, Mount: w.Register, Routes: []httpedge.Route{w.Route()}})
 			if err != nil {
 				t.Fatal(err)
 			}

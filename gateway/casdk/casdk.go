@@ -36,7 +36,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // DefaultPrefix is where the API is served unless configured otherwise:
@@ -216,15 +216,15 @@ func (a *API) Register(e *echo.Echo) {
 // Routes are the server settings of the API's paths: errors the server
 // raises for them (413, 431, overload) are written as the SDK's error
 // document.
-func (a *API) Routes() []httpapi.Route {
-	var out []httpapi.Route
+func (a *API) Routes() []httpedge.Route {
+	var out []httpedge.Route
 	for _, p := range a.cfg.Prefixes {
 		prefixes := []string{p + "/"}
 		if p == "" {
 			prefixes = []string{"/emissions/", "/locations"}
 		}
 		for _, pp := range prefixes {
-			out = append(out, httpapi.Route{Prefix: pp, Render: render})
+			out = append(out, httpedge.Route{Prefix: pp, Render: render})
 		}
 	}
 	return out

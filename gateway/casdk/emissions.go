@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // periodHours is the hours [from, to) that cover [start, end) (the hour
@@ -63,7 +63,7 @@ const bytesPerHour = 8
 // The work is bounded: a location given twice is read once, and the
 // locations × hours of the period are at most MaxPoints (a 400 naming
 // location and the end parameter beyond). What is read is held against
-// the server's body budget (httpapi.Hold; 503 when it is spent); the
+// the server's body budget (httpedge.Hold; 503 when it is spent); the
 // answer is streamed, never built whole; and the reading stops once the
 // request's context is done.
 func (a *API) emissions(c *echo.Context, q query, names []string, startParams, endParams []string, best bool) error {
@@ -105,7 +105,7 @@ func (a *API) emissions(c *echo.Context, q query, names []string, startParams, e
 			len(places), hours, stamp(*start), stamp(*end), n, a.cfg.MaxPoints)
 		return argument("Invalid parameters", map[string][]string{"location": {msg}, ep: {msg}})
 	}
-	release, err := httpapi.Hold(c, int64(len(places)*hours)*bytesPerHour)
+	release, err := httpedge.Hold(c, int64(len(places)*hours)*bytesPerHour)
 	if err != nil {
 		return err
 	}

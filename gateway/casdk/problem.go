@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // problem is the SDK's error document, ASP.NET's ValidationProblemDetails:
@@ -85,12 +85,12 @@ func toProblem(err error, param string) *problem {
 func (a *API) handle(h func(c *echo.Context) error) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		err := h(c)
-		if err == nil || httpapi.Committed(c) {
+		if err == nil || httpedge.Committed(c) {
 			return nil
 		}
 		p := toProblem(err, "")
-		id := c.Response().Header().Get(httpapi.HeaderRequestID)
-		if p.Status >= 500 && !httpapi.Shed(c) { // shed requests are counted, not logged
+		id := c.Response().Header().Get(httpedge.HeaderRequestID)
+		if p.Status >= 500 && !httpedge.Shed(c) { // shed requests are counted, not logged
 			a.log.Error("casdk request failed", "request_id", id, "route", c.Path(), "status", p.Status, "error", err.Error())
 		}
 		out := *p
@@ -117,7 +117,7 @@ func methodNotAllowed(allowed string) echo.HandlerFunc {
 
 // render writes an error the server raised for the API's routes (a body
 // too large, headers too large, an overload) as the SDK's error document.
-func render(c *echo.Context, status int, e httpapi.ErrorInfo) error {
+func render(c *echo.Context, status int, e httpedge.ErrorInfo) error {
 	p := problem{Title: http.StatusText(status), Status: status, Detail: e.Message, TraceID: e.RequestID}
 	if status == http.StatusBadRequest {
 		p.Type = typeBadRequest

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // flushBytes is how much of a streamed answer is buffered before it is
@@ -55,7 +55,7 @@ func writeEmissions(ctx context.Context, c *echo.Context, locs []located, keep f
 			b = append(b, `,"time":"`...)
 			b = l.s.Start.Add(time.Duration(i)*time.Hour).UTC().AppendFormat(b, time.RFC3339)
 			b = append(b, `","rating":`...)
-			b = httpapi.AppendFloat(b, v)
+			b = httpedge.AppendFloat(b, v)
 			b = append(b, dur...)
 			if len(b) >= flushBytes {
 				if err := ctx.Err(); err != nil {

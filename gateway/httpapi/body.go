@@ -13,33 +13,9 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/oip"
 )
-
-// Route sets how the routes under a path prefix are served: how large a
-// body they take and how a request of theirs shed for overload is
-// answered. Routes not covered take MaxBodyBytes and the plain 503.
-type Route struct {
-	Prefix  string // matched against the route's path; the longest prefix wins
-	MaxBody int64  // largest request body, 413 beyond it; 0: MaxBodyBytes
-	// Shed, when set, answers a request of these routes shed for overload
-	// instead of the 503 error, e.g. the admission webhook, whose client
-	// needs an AdmissionReview. It runs without a slot, after the body has
-	// been read; reason is the overload error (code unavailable). It must
-	// be cheap: the server is overloaded.
-	Shed func(c *echo.Context, reason error) error
-	// Render, when set, writes the errors of these routes that the server
-	// raises rather than their handlers (a body too large or cut short,
-	// headers too large, an overload 503 when Shed is not set, a panic) in
-	// the routes' own error document, e.g. the Carbon Aware SDK's; it gets
-	// the status and the error as the server's document would carry it.
-	Render func(c *echo.Context, status int, e ErrorInfo) error
-}
-
-// ErrorInfo is an error as the server's error document carries it.
-type ErrorInfo struct {
-	Code, Field, Message, RequestID string
-}
 
 // FreeBodyBytes is the part of each request body read without drawing
 // on the body budget: every request of the scheduling API, and most of the
@@ -65,28 +41,13 @@ func DefaultBodyBudget() int64 { return BodyBudgetPerCPU * int64(runtime.GOMAXPR
 // spent.
 const shedBodies = "bodies"
 
-const (
-	keyBody    = "body"
-	keyPartial = "body_partial"
-)
-
-// Body returns the request body the server read before the handler ran,
-// and whether it is whole: false when there was none, and in a Route.Shed
-// called because the body budget was spent, where body is the part read.
-// Handlers may also read the request's Body, which yields the same bytes.
-// body is valid until the handler returns.
-func Body(c *echo.Context) (body []byte, complete bool) {
-	b, ok := c.Get(keyBody).([]byte)
-	return b, ok && c.Get(keyPartial) == nil
-}
-
 // route returns the settings of the route at path.
-func (s *Server) route(path string) Route {
+func (s *Server) route(path string) httpedge.Route {
 	return s.routesBy.get(path)
 }
 
-func (s *Server) matchRoute(path string) Route {
-	best := Route{MaxBody: MaxBodyBytes}
+func (s *Server) matchRoute(path string) httpedge.Route {
+	best := httpedge.Route{MaxBody: MaxBodyBytes}
 	n := -1
 	for _, r := range s.cfg.Routes {
 		if strings.HasPrefix(path, r.Prefix) && len(r.Prefix) > n {
@@ -133,21 +94,20 @@ func (s *Server) body(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
-		c.Set(keyBody, body)
+		httpedge.SetBody(c, body, true)
 		return next(c)
 	}
 }
 
 // bodyError renders a failed body read.
-func (s *Server) bodyError(c *echo.Context, rt Route, err error, body []byte) error {
+func (s *Server) bodyError(c *echo.Context, rt httpedge.Route, err error, body []byte) error {
 	got := len(body)
 	req := c.Request()
 	h := c.Response().Header()
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(err, oip.ErrBodyBudget):
-		c.Set(keyBody, body)
-		c.Set(keyPartial, true)
+		httpedge.SetBody(c, body, false)
 		s.limiter.shedBy[2].Inc()
 		h.Set("Retry-After", strconv.Itoa(RetryAfter))
 		return s.shed(c, rt, overloaded(int(s.budget.Size()), "bytes of request bodies being read"))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
@@ -139,12 +140,12 @@ func TestBodyBudget(t *testing.T) {
 	var mu sync.Mutex
 	_, ts := newTestServerWith(t, func(c *Config) {
 		c.BodyBudget = 1 << 20
-		c.Routes = []Route{
+		c.Routes = []httpedge.Route{
 			{Prefix: "/big", MaxBody: 4 << 20},
 			{Prefix: "/big/shed", MaxBody: 4 << 20, Shed: func(c *echo.Context, reason error) error {
 				mu.Lock()
 				defer mu.Unlock()
-				shedBody, shedComplete = Body(c)
+				shedBody, shedComplete = httpedge.Body(c)
 				shedBody = bytes.Clone(shedBody)
 				return c.String(http.StatusOK, "shed: "+forecast.ErrorMessage(reason))
 			}},
@@ -152,7 +153,7 @@ func TestBodyBudget(t *testing.T) {
 		c.Mount = func(e *echo.Echo) {
 			for _, p := range []string{"/big", "/big/shed"} {
 				e.POST(p, func(c *echo.Context) error {
-					b, complete := Body(c)
+					b, complete := httpedge.Body(c)
 					return c.String(http.StatusOK, fmt.Sprint(len(b), complete))
 				})
 			}
@@ -198,8 +199,8 @@ func TestShedRouteAnswer(t *testing.T) {
 	var logs testsupport.SyncBuffer
 	apiSrv, err := New(Config{Service: svc, Metrics: prometheus.NewRegistry(), MaxInFlight: 1, RequestTimeout: time.Minute,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Routes: []Route{{Prefix: "/hooked", Shed: func(c *echo.Context, reason error) error {
-			b, complete := Body(c)
+		Routes: []httpedge.Route{{Prefix: "/hooked", Shed: func(c *echo.Context, reason error) error {
+			b, complete := httpedge.Body(c)
 			return c.String(http.StatusOK, fmt.Sprintf("%s %v %s", b, complete, forecast.ErrorMessage(reason)))
 		}}},
 		Mount: func(e *echo.Echo) { e.POST("/hooked", func(c *echo.Context) error { return c.String(200, "served") }) },

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/test/testsupport"
 )
 
@@ -49,7 +50,7 @@ func TestEchoErrors(t *testing.T) {
 		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != tt.status {
 			t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, tt.status)
 		}
-		if e.Error.Code != tt.code || e.Error.Message != tt.message || e.RequestID != resp.Header.Get(HeaderRequestID) {
+		if e.Error.Code != tt.code || e.Error.Message != tt.message || e.RequestID != resp.Header.Get(httpedge.HeaderRequestID) {
 			t.Errorf("%s %s: %s, want code %q, message %q and the request id", tt.method, tt.path, body, tt.code, tt.message)
 		}
 		if got := resp.Header.Get("Allow"); got != tt.allow {
@@ -72,13 +73,13 @@ func TestAccessLog(t *testing.T) {
 		c.AccessLog = true
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
-	_, get := do(t, "GET", ts.URL+"/v1/zones", "", nil, HeaderRequestID, "get1") // as long as "head": the body holds it
+	_, get := do(t, "GET", ts.URL+"/v1/zones", "", nil, httpedge.HeaderRequestID, "get1") // as long as "head": the body holds it
 	if len(get) == 0 {
 		t.Fatal("GET /v1/zones: empty body")
 	}
-	do(t, "HEAD", ts.URL+"/v1/zones", "", nil, HeaderRequestID, "head")
-	_, notFound := do(t, "GET", ts.URL+"/nowhere", "", nil, HeaderRequestID, "none")
-	_, wrong := do(t, "GET", ts.URL+"/v1/schedule", "", nil, HeaderRequestID, "wrong")
+	do(t, "HEAD", ts.URL+"/v1/zones", "", nil, httpedge.HeaderRequestID, "head")
+	_, notFound := do(t, "GET", ts.URL+"/nowhere", "", nil, httpedge.HeaderRequestID, "none")
+	_, wrong := do(t, "GET", ts.URL+"/v1/schedule", "", nil, httpedge.HeaderRequestID, "wrong")
 	type entry struct {
 		Msg, Route string
 		Status     int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // httpError is an error with an HTTP-only meaning (no route, wrong method,
@@ -38,7 +39,7 @@ var statusOf = map[string]int{
 // errors become EINTERNAL with a generic message; their full text is logged
 // with the request id.
 func (s *Server) handleError(c *echo.Context, err error) {
-	if Committed(c) {
+	if httpedge.Committed(c) {
 		return
 	}
 	id, _ := c.Get(keyRequestID).(string)
@@ -72,25 +73,18 @@ func (s *Server) handleError(c *echo.Context, err error) {
 			body.Message = "internal error"
 		}
 	}
-	if status >= 500 && c.Get(keyShed) == nil && (he == nil || !he.probe) { // shed requests are counted, not logged
+	if status >= 500 && !httpedge.Shed(c) && (he == nil || !he.probe) { // shed requests are counted, not logged
 		s.log.Error("request failed", "request_id", id, "status", status, "error", err.Error())
 	}
 	write := func() error { return writeJSON(c, status, api.ErrorBody{Error: body, RequestID: id}) }
 	if rt := s.route(c.Path()); rt.Render != nil && c.Path() != "" {
 		write = func() error {
-			return rt.Render(c, status, ErrorInfo{Code: body.Code, Field: body.Field, Message: body.Message, RequestID: id})
+			return rt.Render(c, status, httpedge.ErrorInfo{Code: body.Code, Field: body.Field, Message: body.Message, RequestID: id})
 		}
 	}
 	if err := write(); err != nil {
 		c.Set(keyWriteError, err) // the access log says the answer was not delivered
 	}
-}
-
-// Committed reports whether the answer to c has been started (its status
-// sent), after which an error can no longer be rendered.
-func Committed(c *echo.Context) bool {
-	r, _ := echo.UnwrapResponse(c.Response())
-	return r != nil && r.Committed
 }
 
 func echoCode(status int) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 func (s *Server) schedule(c *echo.Context) error {
@@ -24,7 +25,7 @@ func (s *Server) schedule(c *echo.Context) error {
 		return &httpError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
 			message: "Content-Type must be application/json"}
 	}
-	body, _ := Body(c) // read by the body middleware; none: empty
+	body, _ := httpedge.Body(c) // read by the body middleware; none: empty
 	r, err := DecodeScheduleRequest(body)
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // TestHoldDrawsOnTheBodyBudget: what a handler holds beyond FreeBodyBytes
@@ -23,7 +25,7 @@ func TestHoldDrawsOnTheBodyBudget(t *testing.T) {
 			e.GET("/hold", func(c *echo.Context) error {
 				var n int64
 				fmt.Sscan(c.QueryParam("n"), &n)
-				release, err := Hold(c, n)
+				release, err := httpedge.Hold(c, n)
 				if err != nil {
 					return err
 				}
@@ -74,7 +76,7 @@ func TestHoldDrawsOnTheBodyBudget(t *testing.T) {
 func TestRouteRender(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServerWith(t, func(c *Config) {
-		c.Routes = []Route{{Prefix: "/sdk/", Render: func(c *echo.Context, status int, e ErrorInfo) error {
+		c.Routes = []httpedge.Route{{Prefix: "/sdk/", Render: func(c *echo.Context, status int, e httpedge.ErrorInfo) error {
 			return c.JSON(status, map[string]any{"sdk": true, "status": status, "detail": e.Message, "trace": e.RequestID})
 		}}}
 		c.Mount = func(e *echo.Echo) {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // InFlightPerCPU sets the default in-flight limit: DefaultMaxInFlight is
@@ -194,13 +195,11 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-const keyShed = "shed"
-
 // shed answers a request shed for reason: with the route's Shed when it
 // has one, else with reason. Either way the request is counted, not
 // logged.
-func (s *Server) shed(c *echo.Context, rt Route, reason error) error {
-	c.Set(keyShed, true)
+func (s *Server) shed(c *echo.Context, rt httpedge.Route, reason error) error {
+	httpedge.MarkShed(c)
 	if rt.Shed == nil {
 		return reason
 	}

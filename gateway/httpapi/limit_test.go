@@ -17,6 +17,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // blockingService is a Service whose Schedule blocks until release is
@@ -93,7 +94,7 @@ func TestInFlightLimitSheds(t *testing.T) {
 	}
 	var e api.ErrorBody
 	if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != forecast.EUNAVAILABLE || !strings.Contains(e.Error.Message, "overloaded") ||
-		e.RequestID == "" || e.RequestID != resp.Header.Get(HeaderRequestID) {
+		e.RequestID == "" || e.RequestID != resp.Header.Get(httpedge.HeaderRequestID) {
 		t.Fatalf("shed body %s (%v)", body, err)
 	}
 	// Other API routes are limited too; probes and metrics are not.

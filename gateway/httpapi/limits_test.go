@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 // bodyLimits is, per route of the API, the largest body it reads: 0 for
@@ -165,7 +167,7 @@ func TestHeaderLimits(t *testing.T) {
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
 			}
-			if id := resp.Header.Get(HeaderRequestID); tt.status == 200 && (id == "" || len(id) > 128) {
+			if id := resp.Header.Get(httpedge.HeaderRequestID); tt.status == 200 && (id == "" || len(id) > 128) {
 				t.Fatalf("X-Request-Id %q: want a generated id", id)
 			}
 		})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/carbongate/carbongate/gateway/httpedge"
 )
 
 const (
@@ -50,13 +52,13 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		t0 := time.Now()
 		req := c.Request()
 		resp, _ := echo.UnwrapResponse(c.Response()) // echo's *Response: status and bytes sent
-		id := req.Header.Get(HeaderRequestID)
+		id := req.Header.Get(httpedge.HeaderRequestID)
 		if !validID(id) {
 			id = newID()
 		}
 		c.Set(keyRequestID, id)
-		c.Set(keyServer, s)
-		c.Response().Header().Set(HeaderRequestID, id)
+		httpedge.SetHolder(c, (*holder)(s))
+		c.Response().Header().Set(httpedge.HeaderRequestID, id)
 		ctx, cancel := context.WithTimeout(req.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		c.SetRequest(req.WithContext(ctx))
@@ -87,7 +89,7 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		s.latencyBy.get(route).Observe(el.Seconds())
 		// Shed requests are counted, not logged: logging them would add work
 		// exactly when there is too much.
-		if s.cfg.AccessLog && c.Get(keyShed) == nil {
+		if s.cfg.AccessLog && !httpedge.Shed(c) {
 			attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method), slog.String("route", route),
 				slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int64("bytes", resp.Size),
 				slog.Float64("duration_ms", float64(el.Microseconds())/1000), slog.String("remote", req.RemoteAddr)}

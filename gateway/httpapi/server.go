@@ -22,6 +22,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/oip"
 )
@@ -41,7 +42,6 @@ const (
 	// document (the Carbon Aware SDK's) answer in it.
 	MaxHeaderBytes        = 64 << 10
 	DefaultRequestTimeout = 4 * time.Second // under OPA http.send's 5 s default
-	HeaderRequestID       = "X-Request-Id"
 )
 
 // Service is what the HTTP layer needs of the gateway; *gateway.Service
@@ -90,7 +90,7 @@ type Config struct {
 	MaxBacklog int
 	// Routes sets the body limit and the shed answer of mounted routes
 	// (the scheduling API's take MaxBodyBytes and the plain 503).
-	Routes []Route
+	Routes []httpedge.Route
 	// BodyBudget bounds the bytes of request bodies held beyond
 	// FreeBodyBytes each, while they are read and served; a request whose
 	// body finds it spent is shed. 0: DefaultBodyBudget; negative: error.
@@ -120,7 +120,7 @@ type Server struct {
 	latencyBy  labelCache[string, prometheus.Observer]
 	sourcesBy  labelCache[forecast.Source, prometheus.Counter]
 	cappedBy   labelCache[forecast.Zone, prometheus.Counter]
-	routesBy   labelCache[string, Route]
+	routesBy   labelCache[string, httpedge.Route]
 }
 
 // routeCode labels carbongate_http_requests_total.

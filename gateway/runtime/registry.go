@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/gateway/live"
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/registry"
@@ -119,7 +119,7 @@ func (r *registryPart) mount(m *Runtime) (func(*echo.Echo), error) {
 		return nil, err
 	}
 	for _, p := range []string{mlflowapi.PrefixAPI, mlflowapi.PrefixAjax} {
-		m.routes = append(m.routes, httpapi.Route{Prefix: p + "/", MaxBody: mlflowapi.DefaultMaxBodyBytes})
+		m.routes = append(m.routes, httpedge.Route{Prefix: p + "/", MaxBody: mlflowapi.DefaultMaxBodyBytes})
 	}
 	return api.Register, nil
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/httpapi"
+	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/internal/tracing"
@@ -169,7 +170,7 @@ type Runtime struct {
 	ln        net.Listener
 	srv       *http.Server
 	api       *httpapi.Server
-	routes    []httpapi.Route // of the mounted APIs
+	routes    []httpedge.Route // of the mounted APIs
 	gw        *wiring.Gateway
 	reg       *prometheus.Registry // what /metrics serves
 	tracing   *tracing.Tracing     // OTEL_* environment; closed last
