@@ -51,10 +51,10 @@ import (
 
 // The workload kind the webhook schedules.
 const (
-	Group    = "carbongate.io"
-	Version  = "v1alpha1"
-	Kind     = "VmTemplate"
-	Resource = "vmtemplates"
+	Group    = hold.VMGroup
+	Version  = hold.VMVersion
+	Kind     = hold.VMKind
+	Resource = hold.VMResource
 )
 
 // Annotations the webhook writes.

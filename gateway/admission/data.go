@@ -4,13 +4,12 @@ import (
 	"cmp"
 	"slices"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
 )
 
-// DefaultProvider is the provider of a VmTemplate without spec.provider:
-// the provider with latency data.
-const DefaultProvider = opabundle.DefaultProvider
+// DefaultProvider is the provider of a VmTemplate without spec.provider.
+const DefaultProvider = hold.DefaultProvider
 
 // Region is a cloud region as the decision sees it.
 type Region struct {

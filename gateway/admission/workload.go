@@ -26,21 +26,10 @@ const (
 	DefaultMaxDelay         = 24 * time.Hour
 )
 
-// Cluster is what the webhook reads of the cluster to hold Jobs and Pods:
-// an informer cache in production.
-type Cluster interface {
-	// Nodes returns the cluster's nodes: their names, labels and taints
-	// are read (nothing else need be filled in), never written.
-	Nodes() []*corev1.Node
-	// Namespace returns a namespace's labels and annotations, ok false
-	// when it is not known.
-	Namespace(name string) (labels, annotations map[string]string, ok bool)
-}
-
 // Workloads configures the holding of batch/v1 Jobs and bare Pods (see
 // package hold). Without a Cluster they are admitted unchanged.
 type Workloads struct {
-	Cluster Cluster
+	Cluster hold.Cluster
 	// Provider is the cloud provider whose region names the nodes carry;
 	// "": the first provider (in opabundle.Providers order) that has the
 	// name.

@@ -9,17 +9,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/hold"
 )
 
-// clusterView is admission.Cluster over the informer cache: nodes (names,
+// clusterView is hold.Cluster over the informer cache: nodes (names,
 // labels and taints) and namespaces (metadata only).
 type clusterView struct {
 	reader client.Reader
 	log    *slog.Logger
 }
 
-var _ admission.Cluster = (*clusterView)(nil)
+var _ hold.Cluster = (*clusterView)(nil)
 
 // readTimeout bounds a cache read; before the cache has synced a read
 // waits for it.

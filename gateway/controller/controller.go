@@ -41,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -179,7 +178,7 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }
 
 // Cluster is the webhook's view of the cluster, from the cache.
-func (c *Controller) Cluster() admission.Cluster { return c.cluster }
+func (c *Controller) Cluster() hold.Cluster { return c.cluster }
 
 // setup registers the reconcilers.
 func (c *Controller) setup() error {

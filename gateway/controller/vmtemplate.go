@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -53,7 +52,7 @@ const (
 	retryEvery = 15 * time.Second
 )
 
-var vmGVK = schema.GroupVersionKind{Group: admission.Group, Version: admission.Version, Kind: admission.Kind}
+var vmGVK = schema.GroupVersionKind{Group: hold.VMGroup, Version: hold.VMVersion, Kind: hold.VMKind}
 
 func newVmTemplate() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -224,7 +223,7 @@ type templateData struct {
 // render executes the provider's template for vm.
 func (r *vmReconciler) render(ctx context.Context, vm *unstructured.Unstructured, st vmStatus, spec map[string]any) (*unstructured.Unstructured, error) {
 	provider, _ := spec["provider"].(string)
-	provider = cmp.Or(provider, admission.DefaultProvider)
+	provider = cmp.Or(provider, hold.DefaultProvider)
 	cm := &corev1.ConfigMap{}
 	name := TemplatePrefix + provider
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: vm.GetNamespace(), Name: name}, cm); err != nil {
@@ -350,7 +349,7 @@ func provenanceOf(vm *unstructured.Unstructured) (string, *float64) {
 		Zone       string   `json:"zone"`
 		SavingsPct *float64 `json:"savings_pct"`
 	}
-	if json.Unmarshal([]byte(vm.GetAnnotations()[admission.AnnotationProvenance]), &p) != nil {
+	if json.Unmarshal([]byte(vm.GetAnnotations()[hold.AnnotationProvenance]), &p) != nil {
 		return "", nil
 	}
 	if p.SavingsPct != nil {
