@@ -29,14 +29,6 @@ import (
 //go:embed carbongate
 var files embed.FS
 
-// Providers returns the providers a VmTemplate may name, in the order of
-// the region table; each has a regions file (possibly without regions).
-func Providers() []string { return []string{"aws", "gcp", "azure", "oracle"} }
-
-// DefaultProvider is the provider of a VmTemplate without spec.provider:
-// the one with latency data.
-const DefaultProvider = "azure"
-
 // Data returns the data tree, rooted like data.carbongate (see the package
 // doc). It is read-only and shared.
 func Data() fs.FS { return dataFS{} }
@@ -203,7 +195,7 @@ func LoadResidency() (Residency, error) {
 	return r, load("residency/eu/data.json", &r)
 }
 
-// LoadRegions reads the regions of provider (one of Providers); an
+// LoadRegions reads the regions of provider (one of regions.Providers); an
 // unknown provider is ENOTFOUND.
 func LoadRegions(provider string) (Regions, error) {
 	var r Regions
@@ -211,7 +203,7 @@ func LoadRegions(provider string) (Regions, error) {
 }
 
 // LoadCandidates reads the candidate index of provider (one of
-// Providers); an unknown provider is ENOTFOUND.
+// regions.Providers); an unknown provider is ENOTFOUND.
 func LoadCandidates(provider string) (Candidates, error) {
 	var c Candidates
 	return c, load(path.Join("candidates", provider, "data.json"), &c)
@@ -229,4 +221,44 @@ func load(name string, v any) error {
 		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opabundle: decoding " + name, Err: err}
 	}
 	return nil
+}
+
+// Admission is the bundle's data as carbongate's own webhook reads it
+// (admission.BundleSource): the regions, EU residency and round-trip
+// times of a provider, in plain types.
+type Admission struct{}
+
+// RegionZones returns the regions of provider: name → zone.
+func (Admission) RegionZones(provider string) (map[string]string, error) {
+	rs, err := LoadRegions(provider)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rs.Regions))
+	for name, r := range rs.Regions {
+		out[name] = r.Zone
+	}
+	return out, nil
+}
+
+// EURegions returns the regions of provider in an EU-27 member state.
+func (Admission) EURegions(provider string) (map[string]bool, error) {
+	res, err := LoadResidency()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(res.Regions[provider]))
+	for name := range res.Regions[provider] {
+		out[name] = true
+	}
+	return out, nil
+}
+
+// RTT returns the round-trip times of provider, nil when it has none.
+func (Admission) RTT(provider string) (map[string]map[string]float64, error) {
+	l, ok, err := LoadLatency(provider)
+	if !ok {
+		return nil, err
+	}
+	return l.RTT, nil
 }

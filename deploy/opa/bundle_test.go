@@ -36,7 +36,7 @@ func TestLoadConfig(t *testing.T) {
 
 func TestLoadLatency(t *testing.T) {
 	t.Parallel()
-	for _, p := range opabundle.Providers() {
+	for _, p := range regions.Providers() {
 		l, ok, err := opabundle.LoadLatency(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
@@ -91,7 +91,7 @@ func TestResidencyMatchesRegionTable(t *testing.T) {
 		known[r.Provider+"/"+r.Region] = r
 	}
 	for p, rs := range res.Regions {
-		if !slices.Contains(opabundle.Providers(), p) {
+		if !slices.Contains(regions.Providers(), p) {
 			t.Errorf("unknown provider %s", p)
 		}
 		for name, country := range rs {
@@ -126,7 +126,7 @@ func TestResidencyMatchesRegionTable(t *testing.T) {
 // first at 0 ms, then the rest by round-trip time and name.
 func TestLoadCandidates(t *testing.T) {
 	t.Parallel()
-	for _, p := range opabundle.Providers() {
+	for _, p := range regions.Providers() {
 		c, err := opabundle.LoadCandidates(p)
 		if err != nil {
 			t.Fatalf("LoadCandidates(%s): %v", p, err)
@@ -176,7 +176,7 @@ func TestDataTree(t *testing.T) {
 			t.Errorf("%s: OPA bundles load only files named data.json", p)
 		}
 	}
-	for _, p := range opabundle.Providers() {
+	for _, p := range regions.Providers() {
 		if _, err := opabundle.LoadRegions(p); err != nil {
 			t.Errorf("LoadRegions(%s): %v", p, err)
 		}

@@ -62,8 +62,10 @@ type Table struct {
 
 type key struct{ provider, region string }
 
-// providerList names the canonical providers, for messages.
-const providerList = "aws, gcp, azure, oracle"
+// Providers returns the canonical providers, in the order of the region
+// table: the providers a VmTemplate may name, each with a regions file in
+// the OPA bundle.
+func Providers() []string { return []string{"aws", "gcp", "azure", "oracle"} }
 
 // CanonicalProvider returns the canonical name of a provider name or alias
 // (see the package doc), and false for an unknown provider.
@@ -202,7 +204,7 @@ func Default() (*Table, error) { return defaultTable() }
 func (t *Table) Lookup(provider, region string) (Region, error) {
 	p, ok := CanonicalProvider(provider)
 	if !ok {
-		return Region{}, forecast.Errorf(forecast.ENOTFOUND, "unknown cloud provider %q: want one of %s", provider, providerList)
+		return Region{}, forecast.Errorf(forecast.ENOTFOUND, "unknown cloud provider %q: want one of %s", provider, strings.Join(Providers(), ", "))
 	}
 	k := key{p, strings.ToLower(strings.TrimSpace(region))}
 	i, ok := t.byKey[k]

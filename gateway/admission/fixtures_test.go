@@ -343,7 +343,7 @@ func mustMarshal(t testing.TB, v any) []byte {
 func representative(t *testing.T, provider, origin string, maxMs float64, eu bool, zone forecast.Zone) string {
 	t.Helper()
 	if provider == "" {
-		provider = opabundle.DefaultProvider
+		provider = DefaultProvider
 	}
 	rs, err := opabundle.LoadRegions(provider)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 )
 
@@ -29,7 +29,7 @@ type spec struct {
 	Deadline      string // "" when absent
 	MaxLatencyMs  float64
 	OriginRegion  string
-	Provider      string // one of opabundle.Providers(); DefaultProvider when absent
+	Provider      string // one of regions.Providers(); DefaultProvider when absent
 	ProviderGiven bool   // spec.provider was present
 	ResidencyEU   bool
 	Origin        string // zone of the run-now baseline; "": the first candidate
@@ -135,10 +135,10 @@ func (o object) validate() (spec, []string) {
 	}
 	if v, ok := o.field("provider"); ok {
 		s.ProviderGiven = true
-		if str, ok := text(v); ok && slices.Contains(opabundle.Providers(), str) {
+		if str, ok := text(v); ok && slices.Contains(regions.Providers(), str) {
 			s.Provider = str
 		} else {
-			check("provider", fmt.Sprintf("unknown provider %s: want one of %s (absent: %s)", clip(v), strings.Join(opabundle.Providers(), ", "), DefaultProvider))
+			check("provider", fmt.Sprintf("unknown provider %s: want one of %s (absent: %s)", clip(v), strings.Join(regions.Providers(), ", "), DefaultProvider))
 		}
 	}
 	if v, ok := o.field("originRegion"); !ok {

@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -31,7 +31,7 @@ const (
 type Workloads struct {
 	Cluster hold.Cluster
 	// Provider is the cloud provider whose region names the nodes carry;
-	// "": the first provider (in opabundle.Providers order) that has the
+	// "": the first provider (in regions.Providers order) that has the
 	// name.
 	Provider string
 	// Region is the cluster's own region, the only candidate when no node
@@ -284,7 +284,7 @@ func (w *Webhook) workloadWindow(wl workload, ns string, nsAnnotations map[strin
 
 // zoneOf returns the grid zone of a region name of the cluster's provider.
 func (w *Webhook) zoneOf(name string) forecast.Zone {
-	providers := opabundle.Providers()
+	providers := regions.Providers()
 	if p := w.cfg.Workloads.Provider; p != "" {
 		providers = []string{p}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 )
@@ -179,7 +180,7 @@ func (a *admissionPart) mount(m *Runtime, next func(*echo.Echo)) (func(*echo.Ech
 	if a.tls == nil {
 		m.Logger.Warn("admission webhook served over plain HTTP: the API server only calls webhooks over HTTPS; set --tls-cert and --tls-key unless a proxy terminates TLS")
 	}
-	data, err := admission.Bundle()
+	data, err := admission.Bundle(opabundle.Admission{})
 	if err != nil {
 		return nil, fmt.Errorf("admission data: %w", err)
 	}

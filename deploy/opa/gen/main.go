@@ -116,7 +116,7 @@ func render(root fs.FS) (map[string][]byte, error) {
 	return files, nil
 }
 
-// tableRegions returns the regions of each provider of opabundle.Providers
+// tableRegions returns the regions of each provider of regions.Providers
 // in the region table.
 func tableRegions() (map[string]map[string]opabundle.Region, error) {
 	t, err := regions.Default()
@@ -124,13 +124,13 @@ func tableRegions() (map[string]map[string]opabundle.Region, error) {
 		return nil, err
 	}
 	byProvider := map[string]map[string]opabundle.Region{}
-	for _, p := range opabundle.Providers() {
+	for _, p := range regions.Providers() {
 		byProvider[p] = map[string]opabundle.Region{}
 	}
 	for _, r := range t.All() {
 		m, ok := byProvider[r.Provider]
 		if !ok {
-			return nil, fmt.Errorf("the region table has provider %q, which opabundle.Providers lacks", r.Provider)
+			return nil, fmt.Errorf("the region table has provider %q, which regions.Providers lacks", r.Provider)
 		}
 		m[r.Region] = opabundle.Region{Zone: string(r.Zone), Location: r.Location, Country: r.Country}
 	}
