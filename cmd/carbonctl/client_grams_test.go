@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/carbongate/carbongate/gateway/api"
-	"github.com/carbongate/carbongate/gateway/httpapi/httpapitest"
+	"github.com/carbongate/carbongate/test/apitest"
 	"strings"
 	"testing"
 )
@@ -14,7 +14,7 @@ import (
 // without it, none; a bad power figure is carbongate's 400 naming it.
 func TestScheduleCommandGrams(t *testing.T) {
 	t.Parallel()
-	url := httpapitest.ServeBundled(t)
+	url := apitest.ServeBundled(t)
 	args := []string{"schedule", "--url", url, "--zones", "DE,SE,PL", "--duration", "3h", "--deadline", "2021-06-03T00:00:00Z"}
 	power := append(args[:len(args):len(args)], "--instance-type", "m5.large", "--embodied")
 

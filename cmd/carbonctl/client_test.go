@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carbongate/carbongate/gateway/httpapi/httpapitest"
+	"github.com/carbongate/carbongate/test/apitest"
 )
 
 func TestScheduleCommand(t *testing.T) {
 	t.Parallel()
-	url := httpapitest.ServeBundled(t)
+	url := apitest.ServeBundled(t)
 	args := []string{"schedule", "--url", url, "--zones", "DE,SE,PL", "--locations", "aws:eu-west-1", "--duration", "3h", "--deadline", "2021-06-03T00:00:00Z"}
 
 	code, out, errs := runCtl(t, append(args, "--output", "json")...)
@@ -59,7 +59,7 @@ func TestScheduleCommand(t *testing.T) {
 
 func TestForecastCommand(t *testing.T) {
 	t.Parallel()
-	url := httpapitest.ServeBundled(t)
+	url := apitest.ServeBundled(t)
 	code, out, errs := runCtl(t, "forecast", "--url", url, "--zone", "DE", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -87,7 +87,7 @@ func TestForecastCommand(t *testing.T) {
 
 func TestClientCommandErrors(t *testing.T) {
 	t.Parallel()
-	url := httpapitest.ServeBundled(t)
+	url := apitest.ServeBundled(t)
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
 	for _, tt := range []struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/cmd/internal/version"
+	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/gateway/casdk"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/guard"
@@ -48,7 +49,9 @@ type Main struct {
 
 // NewMain returns a Main with the documented defaults.
 func NewMain() *Main {
-	return &Main{Params: runtime.DefaultParams(), LogLevel: slog.LevelInfo, Stderr: os.Stderr}
+	m := &Main{Params: runtime.DefaultParams(), LogLevel: slog.LevelInfo, Stderr: os.Stderr}
+	m.Admission.Bundle = opabundle.Admission{}
+	return m
 }
 
 // Run builds the logger and the runtime and starts it.

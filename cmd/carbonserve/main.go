@@ -42,10 +42,10 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/models/serve"
+	"github.com/carbongate/carbongate/models/serve/follow"
 	"github.com/carbongate/carbongate/oip"
 	oipgrpc "github.com/carbongate/carbongate/oip/grpc"
 	"github.com/carbongate/carbongate/oip/rest"
-	"github.com/carbongate/carbongate/registry/follow"
 	"github.com/carbongate/carbongate/registry/s3"
 )
 

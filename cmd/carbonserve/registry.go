@@ -12,10 +12,10 @@ import (
 
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/models/serve/follow"
 	"github.com/carbongate/carbongate/oip"
 	"github.com/carbongate/carbongate/registry"
 	"github.com/carbongate/carbongate/registry/fetch"
-	"github.com/carbongate/carbongate/registry/follow"
 	"github.com/carbongate/carbongate/registry/mlflowclient"
 	"github.com/carbongate/carbongate/registry/s3"
 )

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/gateway/api"
-	"github.com/carbongate/carbongate/gateway/httpapi/httpapitest"
+	"github.com/carbongate/carbongate/test/apitest"
 )
 
 // client returns a client of carbongate's HTTP API served over the
 // embedded gateway (bundled data, replay clock from 2021-06-01).
 func client(t *testing.T) *api.Client {
 	t.Helper()
-	return &api.Client{BaseURL: httpapitest.ServeBundled(t) + "/"}
+	return &api.Client{BaseURL: apitest.ServeBundled(t) + "/"}
 }
 
 func ptr[T any](v T) *T { return &v }

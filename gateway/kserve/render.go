@@ -8,7 +8,7 @@
 // storage agent and cloud SDKs; test/helm checks these types against
 // KServe's. gateway/admission and gateway/controller import the Kubernetes
 // client libraries too; carbonserve and the core packages stay free of them
-// (TestCoreHasNoKubernetesDeps pins this).
+// (TestCoreHasNoKubernetesDeps in internal/layers pins this).
 //
 // Labels put on every InferenceService:
 //

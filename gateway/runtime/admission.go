@@ -13,7 +13,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 )
@@ -32,6 +31,11 @@ type Admission struct {
 	MaxBody  int64         // --max-body: largest AdmissionReview, bytes
 	// Now is the clock certificates are checked against; nil: time.Now.
 	Now func() time.Time
+	// Bundle is the OPA bundle's data the webhook decides with (regions,
+	// zones, EU membership, latencies): opabundle.Admission{}, handed in by
+	// the binary so that the runtime does not import the deployment tree.
+	// Required with Enabled.
+	Bundle admission.BundleSource
 }
 
 // admissionPart is the Admission of a running carbongate.
@@ -180,7 +184,10 @@ func (a *admissionPart) mount(m *Runtime, next func(*echo.Echo)) (func(*echo.Ech
 	if a.tls == nil {
 		m.Logger.Warn("admission webhook served over plain HTTP: the API server only calls webhooks over HTTPS; set --tls-cert and --tls-key unless a proxy terminates TLS")
 	}
-	data, err := admission.Bundle(opabundle.Admission{})
+	if a.Bundle == nil {
+		return nil, errors.New("runtime: Admission.Bundle is not set (the OPA bundle's data)")
+	}
+	data, err := admission.Bundle(a.Bundle)
 	if err != nil {
 		return nil, fmt.Errorf("admission data: %w", err)
 	}

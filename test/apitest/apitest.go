@@ -1,6 +1,6 @@
-// Package httpapitest serves carbongate's HTTP API for tests of its
+// Package apitest serves carbongate's HTTP API for tests of its
 // clients.
-package httpapitest
+package apitest
 
 import (
 	"context"
