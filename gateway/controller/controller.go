@@ -190,6 +190,7 @@ func (c *Controller) setup() error {
 	rec := c.mgr.GetEventRecorderFor("carbongate")
 	for _, r := range []*releaser{jobReleaser(), podReleaser()} {
 		r.client, r.clock, r.events, r.metrics, r.log, r.signer = c.mgr.GetClient(), c.cfg.Clock, rec, c.metrics, c.cfg.Logger, c.cfg.Signer
+		r.nodes = c.mgr.GetCache()
 		if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).For(r.newObj()).
 			WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
 			return fmt.Errorf("controller: %s: %w", r.kind, err)

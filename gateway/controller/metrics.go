@@ -13,6 +13,9 @@ type metrics struct {
 	lag      *prometheus.HistogramVec
 	leader   prometheus.Gauge
 	avoided  *prometheus.CounterVec
+	// unplaceable counts releases no node of the decided region could
+	// take at once (warnUnplaceable).
+	unplaceable *prometheus.CounterVec
 
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // kind → keys of the workloads held
@@ -37,6 +40,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_avoided_grams_total",
 			Help: "Estimated gCO2eq avoided by workloads released at their decided start, against running at once in the cluster's region (workloads that declare carbongate.io/power-watts), by the workload's namespace (workload_namespace: a scrape's own namespace label would clash).",
 		}, []string{"workload_namespace"}),
+		unplaceable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_controller_released_unplaceable_total",
+			Help: "Held workloads released while no node of their decided region could take their pods (NotReady, unreachable, cordoned or tainted nodes, or none): their pods wait Pending. By kind (job, pod).",
+		}, []string{"kind"}),
 		held: map[string]map[string]struct{}{},
 	}
 	if reg != nil {
@@ -44,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_held_workloads",
 			Help: "Workloads this replica waits to release (all kinds; only the leader holds any).",
 		}, func() float64 { return float64(m.count()) })
-		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, held)
+		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, m.unplaceable, held)
 	}
 	return m
 }

@@ -28,6 +28,8 @@ type releaser struct {
 	held func(client.Object) bool
 	// release lets obj run.
 	release func(client.Object)
+	// spec is the pod spec obj runs (a Job's template).
+	spec func(client.Object) *corev1.PodSpec
 
 	client  client.Client
 	clock   clock.Clock
@@ -35,6 +37,7 @@ type releaser struct {
 	metrics *metrics
 	log     *slog.Logger
 	signer  *hold.Signer
+	nodes   client.Reader // the node cache (nil: no check after release)
 }
 
 func jobReleaser() *releaser {
@@ -44,6 +47,7 @@ func jobReleaser() *releaser {
 			return s != nil && *s
 		},
 		release: func(o client.Object) { o.(*batchv1.Job).Spec.Suspend = new(false) },
+		spec:    func(o client.Object) *corev1.PodSpec { return &o.(*batchv1.Job).Spec.Template.Spec },
 	}
 }
 
@@ -55,6 +59,7 @@ func podReleaser() *releaser {
 			p := o.(*corev1.Pod)
 			p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, gated)
 		},
+		spec: func(o client.Object) *corev1.PodSpec { return &o.(*corev1.Pod).Spec },
 	}
 }
 
@@ -149,6 +154,7 @@ func (r *releaser) finish(ctx context.Context, obj client.Object, reason string,
 	}
 	r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released (%s) at %s, %v after its time", reason, now.Format(time.RFC3339), lag.Round(time.Millisecond))
 	r.log.Info("released", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "reason", reason, "lag", lag.String())
+	r.warnUnplaceable(ctx, obj)
 	return nil
 }
 
