@@ -133,6 +133,10 @@ func (c *Cluster) startControllerManager() {
 			return []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 				"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", services.FreePort(c.tb)), "--cert-dir=" + certs,
 				"--leader-elect=false", "--use-service-account-credentials=true", "--profiling=false",
+				// Each controller's own API rate limit (default 20/s, 30 in a burst)
+				// paces a wave of released Jobs: 200 at once took 10 s at p50 from
+				// release to pod Running, the Job controller waiting on its limiter.
+				"--kube-api-qps=100", "--kube-api-burst=200",
 				"--service-account-private-key-file=" + c.pki.path("sa.key"), "--root-ca-file=" + c.pki.path("ca.crt"),
 				"--cluster-signing-cert-file=" + c.pki.path("ca.crt"), "--cluster-signing-key-file=" + c.pki.path("ca.key")}
 		},
