@@ -27,10 +27,9 @@ const chartNS = "carbongate"
 // (TLS from a Secret, the API server's client certificate checked), the
 // controller on, a replay clock an hour a second. It waits until both
 // replicas are Ready and checks their security context is the chart's.
-func installChart(t *testing.T, c *Cluster) {
+func installChart(t *testing.T, c *Cluster) *chartRelease {
 	t.Helper()
 	start := time.Now()
-	helm := services.Tool(t, "HELM", "helm.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	kubectl := func(args ...string) {
@@ -51,7 +50,13 @@ func installChart(t *testing.T, c *Cluster) {
 	if err := os.WriteFile(values, []byte(fmt.Sprintf(`image: {pullPolicy: Never}
 gateway:
   replicas: 2
-  extraArgs: ["--replay-speed=%d"]
+  extraArgs:
+  - --replay-speed=%d
+  # A leader killed without a goodbye is replaced within seconds (the
+  # defaults, 15 s, would make the test wait).
+  - --leader-lease-duration=6s
+  - --leader-renew-deadline=4s
+  - --leader-retry-period=1s
 admission:
   mode: carbongate
   tls: {secretName: carbongate-webhook-tls, caBundle: %s}
@@ -60,32 +65,58 @@ controller: {enabled: true, clusterProvider: azure}
 `, replaySpeed, base64.StdEncoding.EncodeToString(serving.ca.PEM))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	chart := filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate")
-	cmd := exec.CommandContext(ctx, helm, "install", "carbongate", chart, "-n", chartNS, "-f", values,
-		"--wait", "--timeout", "5m", "--kubeconfig", c.Kubeconfig)
 	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	r := &chartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
+		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
+		env: append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+			"HELM_DATA_HOME="+filepath.Join(home, "data"))}
+	r.run(t, ctx, "install", "carbongate", r.chart, "-f", values, "--wait", "--timeout", "5m")
+	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(r.ready(t, ctx), ", "), time.Since(start).Round(100*time.Millisecond))
+	return r
+}
+
+// chartRelease is the chart installed as release carbongate in chartNS.
+type chartRelease struct {
+	c                   *Cluster
+	helm, chart, values string
+	env                 []string
+}
+
+// run runs helm with args in chartNS and fails t, showing the
+// namespace's pods and events, when it fails.
+func (r *chartRelease) run(t *testing.T, ctx context.Context, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, r.helm, append(args, "-n", chartNS, "--kubeconfig", r.c.Kubeconfig)...)
+	cmd.Env = r.env
 	if out, err := cmd.CombinedOutput(); err != nil {
-		pods, _ := c.Kubectl(ctx, "get", "pods,events", "-n", chartNS, "-o", "wide")
-		t.Fatalf("helm install: %v\n%s\n%s", err, out, pods)
+		pods, _ := r.c.Kubectl(ctx, "get", "pods,events", "-n", chartNS, "-o", "wide")
+		t.Fatalf("helm %s: %v\n%s\n%s", args[0], err, out, pods)
 	}
-	pods, err := c.Kube.CoreV1().Pods(chartNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=carbongate,app.kubernetes.io/name=carbongate"})
+}
+
+// ready checks that two carbongate pods are Ready, each with the chart's
+// security context, and returns them as name@node.
+func (r *chartRelease) ready(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	pods, err := r.c.Kube.CoreV1().Pods(chartNS).List(ctx, metav1.ListOptions{LabelSelector: gatewayPods})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ready []string
 	for _, p := range pods.Items {
 		checkShippedSecurity(t, &p)
-		if podReady(&p) {
+		if podReady(&p) && p.DeletionTimestamp == nil {
 			ready = append(ready, p.Name+"@"+p.Spec.NodeName)
 		}
 	}
 	if len(ready) < 2 {
 		t.Fatalf("%d carbongate pods Ready (%s), want 2", len(ready), strings.Join(ready, ", "))
 	}
-	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(ready, ", "), time.Since(start).Round(100*time.Millisecond))
+	return ready
 }
+
+// gatewayPods selects the chart's carbongate pods.
+const gatewayPods = "app.kubernetes.io/instance=carbongate,app.kubernetes.io/name=carbongate"
 
 // checkShippedSecurity checks a carbongate pod runs as the chart says:
 // non-root, read-only root file system, no privilege escalation.

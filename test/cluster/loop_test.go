@@ -30,7 +30,7 @@ import (
 func TestCluster(t *testing.T) {
 	begin := time.Now()
 	archives, images := projectImages(t)
-	c := Start(t, Options{Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral"}, Images: archives})
+	c := Start(t, Options{Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral", notReadyRegion}, Images: archives})
 	up := time.Now()
 	firstPod(t, c)
 	t.Logf("figures: images and cluster set-up %v; cluster up -> first pod Ready %v", up.Sub(begin).Round(100*time.Millisecond), time.Since(up).Round(100*time.Millisecond))
@@ -44,8 +44,25 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("chart", func(t *testing.T) {
-		installChart(t, c)
-		runJobs(t, c, "loop-chart", nil, images["carbonctl"])
+		r := installChart(t, c)
+		t.Run("loop", func(t *testing.T) {
+			runJobs(t, c, "loop-chart", nil, images["carbonctl"])
+			t.Run("bare-pod", func(t *testing.T) {
+				t.Parallel()
+				runHeldPod(t, c, "loop-chart", images["carbonctl"])
+			})
+			t.Run("deadline-guard", func(t *testing.T) {
+				t.Parallel()
+				runGuardedJob(t, c, images["carbonctl"])
+			})
+		})
+		t.Run("admission", func(t *testing.T) { admissionFigures(t, c, "loop-chart") })
+		// Not beside the wave: the leader killed there could take the
+		// Unplaceable event with it.
+		t.Run("not-ready", func(t *testing.T) { testNotReady(t, c, "loop-chart") })
+		t.Run("wave-leader-killed", func(t *testing.T) { testWave(t, c, r, images["carbonctl"]) })
+		t.Run("upgrade", func(t *testing.T) { testUpgrade(t, c, r, "loop-chart") })
+		t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, r) })
 	})
 }
 

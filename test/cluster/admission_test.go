@@ -1,0 +1,117 @@
+//go:build interop
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// dryRun creates a dry-run probe Job (labels added) in ns: it reports
+// whether carbongate's webhook held it, and how long the API call took.
+func dryRun(ctx context.Context, c *Cluster, ns string, labels map[string]string) (held bool, took time.Duration, err error) {
+	start := time.Now()
+	j, err := c.Kube.BatchV1().Jobs(ns).Create(ctx, probeJob("probe", labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	took = time.Since(start)
+	if err != nil {
+		return false, took, err
+	}
+	return j.Labels[hold.Label] == hold.Held, took, nil
+}
+
+// admissionFigures logs the latency of creating a Job (server-side dry
+// run) through carbongate's webhook, reached through its Service, against
+// the same with the webhook skipped (label carbongate.io/schedule=disabled,
+// which the webhook's objectSelector leaves out), interleaved.
+func admissionFigures(t *testing.T, c *Cluster, ns string) {
+	const n = 200
+	ctx := context.Background()
+	var with, without []time.Duration
+	for i := range 2 * n {
+		var labels map[string]string
+		if i%2 == 1 {
+			labels = map[string]string{hold.NamespaceLabel: "disabled"}
+		}
+		held, took, err := dryRun(ctx, c, ns, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held != (labels == nil) {
+			t.Fatalf("dry run %d: held %v with labels %v", i, held, labels)
+		}
+		if labels == nil {
+			with = append(with, took)
+		} else {
+			without = append(without, took)
+		}
+	}
+	pw, pn := percentiles(with), percentiles(without)
+	t.Logf("figures: admission of a Job through the webhook's Service, carbongate as 2 pods: p50 %v p99 %v; no webhook: p50 %v p99 %v; added p50 %v p99 %v (%d each, server-side dry runs, sequential)",
+		pw[0], pw[1], pn[0], pn[1], pw[0]-pn[0], pw[1]-pn[1], n)
+}
+
+// percentiles returns the p50 and p99 of ds, to 0.1 ms (10 ms above a
+// second).
+func percentiles(ds []time.Duration) [2]time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration {
+		d := s[min(len(s)-1, int(q*float64(len(s))))]
+		if d > time.Second {
+			return d.Round(10 * time.Millisecond)
+		}
+		return d.Round(100 * time.Microsecond)
+	}
+	return [2]time.Duration{at(0.50), at(0.99)}
+}
+
+// probe creates a dry-run Job in an opted-in namespace every 50 ms until
+// stopped, counting those carbongate held (it answered), those admitted
+// unheld (the workload webhook's failurePolicy Ignore: it did not answer
+// in time) and the API's errors.
+type probe struct {
+	answered, ignored int
+	errs              []string
+	stop              chan struct{}
+	done              sync.WaitGroup
+}
+
+func startProbe(c *Cluster, ns string) *probe {
+	p := &probe{stop: make(chan struct{})}
+	p.done.Go(func() {
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			held, took, err := dryRun(ctx, c, ns, nil)
+			cancel()
+			switch {
+			case err != nil:
+				p.errs = append(p.errs, fmt.Sprintf("after %v: %v", took.Round(time.Millisecond), err))
+			case held:
+				p.answered++
+			default:
+				p.ignored++
+			}
+		}
+	})
+	return p
+}
+
+// finish stops p and returns a summary.
+func (p *probe) finish() string {
+	close(p.stop)
+	p.done.Wait()
+	return fmt.Sprintf("%d answered, %d admitted unheld (failurePolicy Ignore), %d errors", p.answered, p.ignored, len(p.errs))
+}
