@@ -46,6 +46,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind"}),
 		held: map[string]map[string]struct{}{},
 	}
+	for _, kind := range []string{"job", "pod"} { // exported from 0, for increase() and the alert
+		m.unplaceable.WithLabelValues(kind)
+	}
 	if reg != nil {
 		held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "carbongate_controller_held_workloads",
