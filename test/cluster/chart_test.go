@@ -40,10 +40,10 @@ func installChart(t *testing.T, c *Cluster) *chartRelease {
 	}
 	kubectl("create", "namespace", chartNS)
 	dir := t.TempDir()
-	serving := newPKI(t, filepath.Join(dir, "pki"))
+	serving := services.NewPKI(t, "carbongate-test-cluster-ca", filepath.Join(dir, "pki"))
 	svc := "carbongate." + chartNS + ".svc"
-	cert, key := serving.issue(t, "webhook", svc, nil, nil, svc, svc+".cluster.local")
-	clientCA := serving.write(t, "client-ca.crt", c.WebhookCA.PEM)
+	cert, key := serving.Issue(t, "webhook", svc, nil, nil, svc, svc+".cluster.local")
+	clientCA := serving.Write(t, "client-ca.crt", c.WebhookCA.PEM)
 	kubectl("create", "secret", "tls", "carbongate-webhook-tls", "-n", chartNS, "--cert", cert, "--key", key)
 	kubectl("create", "secret", "generic", "carbongate-webhook-client-ca", "-n", chartNS, "--from-file=ca.crt="+clientCA)
 	values := filepath.Join(dir, "values.yaml")
@@ -62,7 +62,7 @@ admission:
   tls: {secretName: carbongate-webhook-tls, caBundle: %s}
   clientCA: {secretName: carbongate-webhook-client-ca}
 controller: {enabled: true, clusterProvider: azure}
-`, replaySpeed, base64.StdEncoding.EncodeToString(serving.ca.PEM))), 0o600); err != nil {
+`, replaySpeed, base64.StdEncoding.EncodeToString(serving.CA.PEM))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()

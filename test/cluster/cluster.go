@@ -58,7 +58,7 @@ type Cluster struct {
 	tb      testing.TB
 	bin     string // kubelet, kubectl, containerd, … (test/setup/node.sh)
 	control string // kube-apiserver and etcd (test/setup/kube.sh)
-	pki     *pki
+	pki     *services.PKI
 	logf    func(string, ...any)
 }
 
@@ -167,7 +167,7 @@ func (c *Cluster) writeFile(name, content string) string {
 // user in groups and returns its path.
 func (c *Cluster) UserKubeconfig(tb testing.TB, user string, groups ...string) string {
 	tb.Helper()
-	return c.pki.kubeconfig(tb, c.Server, user, groups...)
+	return c.pki.Kubeconfig(tb, c.Server, user, groups...)
 }
 
 // Kubectl runs kubectl as cluster admin and returns its combined output.

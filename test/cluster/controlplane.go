@@ -2,12 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,16 +17,16 @@ import (
 // and kube-scheduler, and makes c's admin clients.
 func (c *Cluster) startControlPlane() {
 	tb := c.tb
-	c.pki = newPKI(tb, c.dir("pki"))
-	etcd := c.startEtcd()
+	c.pki = services.NewPKI(tb, "carbongate-test-cluster-ca", c.dir("pki"))
+	etcd := services.StartEtcd(tb, c.control, c.dir("etcd"))
 	port := services.FreePort(tb)
 	c.Server = fmt.Sprintf("https://%s:%d", apiServerIP, port)
 	args := c.apiServerArgs(etcd, port)
 	services.StartBinary(tb, services.Binary{
 		Name: "kube-apiserver", Path: filepath.Join(c.control, "kube-apiserver"), Args: args,
-		Ready: c.httpsReady(c.Server + "/readyz"), Timeout: 3 * time.Minute,
+		Ready: services.TLSReady(c.Server+"/readyz", c.pki.CA.Cert), Timeout: 3 * time.Minute,
 	})
-	c.Kubeconfig = c.pki.kubeconfig(tb, c.Server, "carbongate-test-admin", "system:masters")
+	c.Kubeconfig = c.pki.Kubeconfig(tb, c.Server, "carbongate-test-admin", "system:masters")
 	c.Config = restConfig(tb, c.Kubeconfig)
 	kube, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -43,37 +37,18 @@ func (c *Cluster) startControlPlane() {
 	c.startScheduler()
 }
 
-func (c *Cluster) startEtcd() string {
-	var url string
-	data := c.dir("etcd")
-	services.StartBinary(c.tb, services.Binary{
-		Name: "etcd", Path: filepath.Join(c.control, "etcd"),
-		ArgsFor: func() []string {
-			client, peer := services.FreePort(c.tb), services.FreePort(c.tb)
-			url = fmt.Sprintf("http://127.0.0.1:%d", client)
-			peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-			return []string{"--name", "carbongate-test", "--data-dir", data,
-				"--listen-client-urls", url, "--advertise-client-urls", url,
-				"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-				"--initial-cluster", "carbongate-test=" + peerURL, "--unsafe-no-fsync", "--log-level", "warn"}
-		},
-		Ready: func(ctx context.Context) error { return get(ctx, http.DefaultClient, url+"/health") },
-	})
-	return url
-}
-
 func (c *Cluster) apiServerArgs(etcd string, port int) []string {
 	tb, p := c.tb, c.pki
-	cert, key := p.issue(tb, "apiserver", "kube-apiserver", nil,
+	cert, key := p.Issue(tb, "apiserver", "kube-apiserver", nil,
 		[]net.IP{ip(apiServerIP), ip(serviceIP), ip("127.0.0.1")},
 		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
-	kcert, kkey := p.issue(tb, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
-	saKey := c.serviceAccountKey()
+	kcert, kkey := p.Issue(tb, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
+	saKey := c.pki.ServiceAccountKey(tb)
 	return []string{
 		"--etcd-servers=" + etcd,
 		"--bind-address=" + apiServerIP, "--advertise-address=" + apiServerIP, fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + c.dir("apiserver"), "--tls-cert-file=" + cert, "--tls-private-key-file=" + key,
-		"--client-ca-file=" + p.path("ca.crt"),
+		"--client-ca-file=" + p.Path("ca.crt"),
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + saKey + ".pub", "--service-account-signing-key-file=" + saKey,
@@ -85,28 +60,13 @@ func (c *Cluster) apiServerArgs(etcd string, port int) []string {
 	}
 }
 
-// serviceAccountKey writes the service accounts' signing key (and its
-// public half beside it, .pub) and returns its path.
-func (c *Cluster) serviceAccountKey() string {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		c.tb.Fatal(err)
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		c.tb.Fatal(err)
-	}
-	c.pki.write(c.tb, "sa.key.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
-	return c.pki.writeKey(c.tb, "sa.key", k)
-}
-
 // webhookAdmissionConfig makes the API server present a client
 // certificate signed by c.WebhookCA to every webhook (user "*").
 func (c *Cluster) webhookAdmissionConfig() string {
 	tb := c.tb
 	c.WebhookCA = services.NewCA(tb, "apiserver-webhook-client-ca")
 	certPEM, keyPEM := c.WebhookCA.Issue(tb, "kube-apiserver", true, time.Now().Add(-time.Hour), time.Now().Add(48*time.Hour))
-	cert, key := c.pki.write(tb, "webhook-client.crt", certPEM), c.pki.write(tb, "webhook-client.key", keyPEM)
+	cert, key := c.pki.Write(tb, "webhook-client.crt", certPEM), c.pki.Write(tb, "webhook-client.key", keyPEM)
 	kc := c.writeFile("apiserver/webhook-kubeconfig.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Config
 users:
@@ -125,7 +85,7 @@ plugins:
 }
 
 func (c *Cluster) startControllerManager() {
-	kc := c.pki.kubeconfig(c.tb, c.Server, "system:kube-controller-manager")
+	kc := c.pki.Kubeconfig(c.tb, c.Server, "system:kube-controller-manager")
 	certs := c.dir("controller-manager")
 	services.StartBinary(c.tb, services.Binary{
 		Name: "kube-controller-manager", Path: filepath.Join(c.bin, "bin", "kube-controller-manager"),
@@ -137,15 +97,15 @@ func (c *Cluster) startControllerManager() {
 				// paces a wave of released Jobs: 200 at once took 10 s at p50 from
 				// release to pod Running, the Job controller waiting on its limiter.
 				"--kube-api-qps=100", "--kube-api-burst=200",
-				"--service-account-private-key-file=" + c.pki.path("sa.key"), "--root-ca-file=" + c.pki.path("ca.crt"),
-				"--cluster-signing-cert-file=" + c.pki.path("ca.crt"), "--cluster-signing-key-file=" + c.pki.path("ca.key")}
+				"--service-account-private-key-file=" + c.pki.Path("sa.key"), "--root-ca-file=" + c.pki.Path("ca.crt"),
+				"--cluster-signing-cert-file=" + c.pki.Path("ca.crt"), "--cluster-signing-key-file=" + c.pki.Path("ca.key")}
 		},
 		Ready: c.settled("kube-controller-manager"),
 	})
 }
 
 func (c *Cluster) startScheduler() {
-	kc := c.pki.kubeconfig(c.tb, c.Server, "system:kube-scheduler")
+	kc := c.pki.Kubeconfig(c.tb, c.Server, "system:kube-scheduler")
 	services.StartBinary(c.tb, services.Binary{
 		Name: "kube-scheduler", Path: filepath.Join(c.bin, "bin", "kube-scheduler"),
 		ArgsFor: func() []string {
@@ -167,14 +127,6 @@ func (c *Cluster) settled(name string) func(context.Context) error {
 		}
 		return nil
 	}
-}
-
-// httpsReady wants 200 from url over TLS verified with the cluster's CA.
-func (c *Cluster) httpsReady(url string) func(context.Context) error {
-	roots := x509.NewCertPool()
-	roots.AddCert(c.pki.ca.Cert)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
-	return func(ctx context.Context) error { return get(ctx, client, url) }
 }
 
 // get wants 200 from url.

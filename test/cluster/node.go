@@ -27,11 +27,11 @@ func (c *Cluster) startNode(i int, region string, images []string) string {
 	for _, img := range images {
 		c.importImage(sock, img)
 	}
-	kubeconfig := c.pki.kubeconfig(c.tb, c.Server, "system:node:"+name, "system:nodes")
+	kubeconfig := c.pki.Kubeconfig(c.tb, c.Server, "system:node:"+name, "system:nodes")
 	services.StartBinary(c.tb, services.Binary{
 		Name: "kubelet-" + name, Path: filepath.Join(c.bin, "bin", "kubelet"),
 		ArgsFor: func() []string {
-			cfg := c.writeFile(name+"/kubelet.yaml", kubeletConfig(name, i, dir, sock, c.pki.path("ca.crt"), services.FreePort(c.tb), services.FreePort(c.tb)))
+			cfg := c.writeFile(name+"/kubelet.yaml", kubeletConfig(name, i, dir, sock, c.pki.Path("ca.crt"), services.FreePort(c.tb), services.FreePort(c.tb)))
 			return []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig, "--root-dir=" + filepath.Join(dir, "kubelet"),
 				"--cert-dir=" + filepath.Join(dir, "kubelet-pki"), "--hostname-override=" + name, "--node-ip=" + nodeIP(i),
 				"--node-labels=" + RegionLabel + "=" + region, "--v=1"}

@@ -16,7 +16,7 @@ import (
 // network stack). It changes no conntrack sysctl, serves node ports on the
 // nodes' bridge only and leaves route_localnet alone.
 func (c *Cluster) startKubeProxy() {
-	kc := c.pki.kubeconfig(c.tb, c.Server, "system:kube-proxy")
+	kc := c.pki.Kubeconfig(c.tb, c.Server, "system:kube-proxy")
 	services.StartBinary(c.tb, services.Binary{
 		Name: "kube-proxy", Path: filepath.Join(c.bin, "bin", "kube-proxy"),
 		ArgsFor: func() []string {
