@@ -100,7 +100,7 @@ func (c *Cluster) startControllerManager() {
 				"--service-account-private-key-file=" + c.pki.Path("sa.key"), "--root-ca-file=" + c.pki.Path("ca.crt"),
 				"--cluster-signing-cert-file=" + c.pki.Path("ca.crt"), "--cluster-signing-key-file=" + c.pki.Path("ca.key")}
 		},
-		Ready: c.settled("kube-controller-manager"),
+		Ready: services.Settled("kube-controller-manager"),
 	})
 }
 
@@ -113,20 +113,8 @@ func (c *Cluster) startScheduler() {
 				"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", services.FreePort(c.tb)),
 				"--leader-elect=false", "--profiling=false"}
 		},
-		Ready: c.settled("kube-scheduler"),
+		Ready: services.Settled("kube-scheduler"),
 	})
-}
-
-// settled is the readiness of a component without a health check here:
-// it answers once it has had a moment to fail on bad flags.
-func (c *Cluster) settled(name string) func(context.Context) error {
-	since := time.Now()
-	return func(context.Context) error {
-		if time.Since(since) < 2*time.Second {
-			return fmt.Errorf("%s: giving it 2 s to fail on its flags", name)
-		}
-		return nil
-	}
 }
 
 // get wants 200 from url.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // What the cluster changes on the host carries these names, so that a
@@ -179,18 +181,7 @@ func ourCgroups() []string {
 // directory, and every process in the nodes' cgroups (the containers).
 func ourPids() []int {
 	self := os.Getpid()
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmd), StateDir+"/") {
-			pids = append(pids, pid)
-		}
-	}
+	pids := services.PidsNaming(StateDir + "/")
 	for _, d := range ourCgroups() {
 		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
 			if err != nil || e.Name() != "cgroup.procs" {

@@ -2,10 +2,11 @@ package cluster
 
 import (
 	"errors"
-	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // cleanIPTables removes what kube-proxy and the CNI bridge plugin (ipMasq)
@@ -18,7 +19,7 @@ func cleanIPTables(logf func(string, ...any), kubeProxy string) error {
 	var errs []error
 	if kubeProxy != "" {
 		if out, err := exec.Command(kubeProxy, "--cleanup", "--v=0").CombinedOutput(); err != nil {
-			logf("teardown: kube-proxy --cleanup: %v: %s", err, tailLines(string(out), 5))
+			logf("teardown: kube-proxy --cleanup: %v: %s", err, services.TailLines(string(out), 5))
 		}
 	}
 	for _, ipt := range []string{"iptables", "ip6tables"} {
@@ -132,12 +133,4 @@ func shellFields(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return fmt.Sprint(strings.Join(lines, "\n"))
 }

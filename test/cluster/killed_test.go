@@ -6,15 +6,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // killedChild, when set, makes TestKilledRun the run that is killed: it
@@ -32,33 +31,7 @@ func TestKilledRun(t *testing.T) {
 		return
 	}
 	before := cleanSnapshot(t)
-	marker := filepath.Join(t.TempDir(), "up")
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestKilledRun$", "-test.v", "-test.timeout", "10m")
-	cmd.Env = append(os.Environ(), killedChild+"="+marker)
-	log, err := os.Create(filepath.Join(t.TempDir(), "child.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	Eventually(t, 8*time.Minute, "the child's cluster up with a pod", func(context.Context) error {
-		select {
-		case err := <-done:
-			b, _ := os.ReadFile(log.Name())
-			t.Fatalf("the child ended (%v) before its cluster was up:\n%s", err, tailLines(string(b), 60))
-		default:
-		}
-		_, err := os.Stat(marker)
-		return err
-	})
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	services.StartChild(t, "TestKilledRun", killedChild, 8*time.Minute).Kill()
 	if len(ourPids()) == 0 {
 		t.Fatal("nothing of the killed run is left to clean: the test would prove nothing")
 	}
@@ -86,9 +59,7 @@ func runKilledChild(t *testing.T, marker string) {
 	if _, err := c.Kube.CoreV1().Pods("default").Get(context.Background(), "first", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(marker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	services.MarkUp(t, marker)
 	time.Sleep(5 * time.Minute) // killed long before
 }
 

@@ -1,0 +1,142 @@
+//go:build interop
+
+package federation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/carbongate/carbongate/test/cluster"
+)
+
+// threeRegions are the members of the tests: one cluster per region, two
+// providers.
+var threeRegions = Options{Members: []Member{
+	{Name: "member-se", Provider: "azure", Region: "swedencentral"},
+	{Name: "member-pl", Provider: "azure", Region: "polandcentral"},
+	{Name: "member-de", Provider: "gcp", Region: "europe-west3"},
+}}
+
+// TestPropagation starts Karmada with three members in three regions and
+// checks that Karmada's own placement works on it: a Deployment under a
+// PropagationPolicy over all three members reaches every member with its
+// replicas, one under a policy that selects a region by the Cluster's
+// spec.region reaches that member only, and deleting the Deployment on
+// Karmada deletes it in the members (garbage collection on Karmada's API
+// server).
+func TestPropagation(t *testing.T) {
+	f := Start(t, threeRegions)
+	for _, m := range f.Members {
+		c, err := f.Karmada.Dynamic.Resource(ClusterResource).Get(context.Background(), m.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		region, _, _ := unstructured.NestedString(c.Object, "spec", "region")
+		provider, _, _ := unstructured.NestedString(c.Object, "spec", "provider")
+		if region != m.Region || provider != m.Provider {
+			t.Errorf("Cluster %s: provider %q region %q, want %q %q", m.Name, provider, region, m.Provider, m.Region)
+		}
+	}
+	const ns = "propagation"
+	f.create(f.Karmada, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+
+	everywhere := map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}}
+	f.createDeployment(ns, "everywhere", 2, everywhere)
+	pl := f.Member("member-pl")
+	byRegion := map[string]any{"clusterAffinity": map[string]any{"fieldSelector": map[string]any{"matchExpressions": []any{
+		map[string]any{"key": "region", "operator": "In", "values": []any{pl.Region}},
+	}}}}
+	f.createDeployment(ns, "poland", 1, byRegion)
+
+	start := time.Now()
+	for _, m := range f.Members {
+		waitDeployment(t, m, ns, "everywhere", 2)
+	}
+	t.Logf("figures: a Deployment reached %d members %v after its creation", len(f.Members), time.Since(start).Round(time.Millisecond))
+	waitDeployment(t, pl, ns, "poland", 1)
+	for _, m := range f.Members {
+		if m.Name == pl.Name {
+			continue
+		}
+		if _, err := m.Kube.AppsV1().Deployments(ns).Get(context.Background(), "poland", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s (%s): Deployment poland placed outside its region: %v", m.Name, m.Region, err)
+		}
+	}
+
+	if err := f.Karmada.Kube.AppsV1().Deployments(ns).Delete(context.Background(), "everywhere", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Members {
+		cluster.Eventually(t, time.Minute, m.Name+": Deployment everywhere deleted", func(ctx context.Context) error {
+			_, err := m.Kube.AppsV1().Deployments(ns).Get(ctx, "everywhere", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+	}
+}
+
+func memberNames(f *Federation) []any {
+	var names []any
+	for _, m := range f.Members {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// createDeployment creates a Deployment of a pause container on Karmada and
+// a PropagationPolicy of its own with placement.
+func (f *Federation) createDeployment(ns, name string, replicas int32, placement map[string]any) {
+	t := f.tb
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}
+	if _, err := f.Karmada.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"resourceSelectors": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}},
+			"placement":         placement,
+		},
+	}}
+	if _, err := f.Karmada.Dynamic.Resource(PropagationPolicyResource).Namespace(ns).Create(ctx, pp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDeployment waits until member m has Deployment ns/name with replicas.
+func waitDeployment(t *testing.T, m *Cluster, ns, name string, replicas int32) {
+	t.Helper()
+	cluster.Eventually(t, 2*time.Minute, fmt.Sprintf("%s: Deployment %s/%s", m.Name, ns, name), func(ctx context.Context) error {
+		d, err := m.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != replicas {
+			return fmt.Errorf("replicas %v, want %d", d.Spec.Replicas, replicas)
+		}
+		return nil
+	})
+}
