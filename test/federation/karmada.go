@@ -160,21 +160,8 @@ func (f *Federation) startKubeControllerManager() {
 				"--cert-dir=" + f.path("karmada", "kube-controller-manager"), "--controllers=namespace,garbagecollector",
 				"--leader-elect=false", "--cluster-name=karmada", "--profiling=false"}
 		},
-		Ready: f.settled("kube-controller-manager"),
+		Ready: services.Settled("kube-controller-manager"),
 	})
-}
-
-// settled is the readiness of a component whose health endpoint is served
-// with a certificate of its own: it answers once the component has had a
-// moment to fail on bad flags.
-func (f *Federation) settled(name string) func(context.Context) error {
-	since := time.Now()
-	return func(context.Context) error {
-		if time.Since(since) < 2*time.Second {
-			return fmt.Errorf("%s: giving it 2 s to fail on its flags", name)
-		}
-		return nil
-	}
 }
 
 // register creates m's Secrets (its admin token and CA; the impersonator's

@@ -4,10 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // stateRoot holds one directory per run, named by the test binary's
@@ -73,29 +74,12 @@ func alive(pid int) bool {
 // killNaming SIGKILLs every process whose command line contains s, waits
 // up to 10 s for them to go and returns how many there were.
 func killNaming(s string) int {
-	pids := pidsNaming(s)
+	pids := services.PidsNaming(s)
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(pidsNaming(s)) > 0; {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(services.PidsNaming(s)) > 0; {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return len(pids)
-}
-
-func pidsNaming(s string) []int {
-	self := os.Getpid()
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmd), s) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
