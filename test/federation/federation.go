@@ -135,7 +135,7 @@ func envOrSetup(tb testing.TB, env, script string) string {
 	return services.Setup(tb, script)
 }
 
-// dir makes and returns a directory under the run's state.
+// path makes and returns a directory under the run's state.
 func (f *Federation) path(parts ...string) string {
 	d := filepath.Join(append([]string{f.dir}, parts...)...)
 	if err := os.MkdirAll(d, 0o700); err != nil {
@@ -156,6 +156,13 @@ func (f *Federation) writeFile(name string, content []byte) string {
 	return p
 }
 
-func (f *Federation) logf(format string, args ...any) {
-	f.tb.Logf("federation: "+format, args...)
+// RSSMiB is the resident memory of the federation's processes (those whose
+// command line names its state directory), in MiB.
+func (f *Federation) RSSMiB() (processes int, mib float64) {
+	pids := services.PidsNaming(f.dir + "/")
+	var kib int64
+	for _, pid := range pids {
+		kib += services.ProcStatus(f.tb, pid, "VmRSS")
+	}
+	return len(pids), float64(kib) / 1024
 }

@@ -34,6 +34,8 @@ var threeRegions = Options{Members: []Member{
 // server).
 func TestPropagation(t *testing.T) {
 	f := Start(t, threeRegions)
+	n, mib := f.RSSMiB()
+	t.Logf("figures: %d processes, RSS %.0f MiB after set-up", n, mib)
 	for _, m := range f.Members {
 		c, err := f.Karmada.Dynamic.Resource(ClusterResource).Get(context.Background(), m.Name, metav1.GetOptions{})
 		if err != nil {
