@@ -25,17 +25,23 @@ var threeRegions = Options{Members: []Member{
 	{Name: "member-de", Provider: "gcp", Region: "europe-west3"},
 }}
 
-// TestPropagation starts Karmada with three members in three regions and
-// checks that Karmada's own placement works on it: a Deployment under a
-// PropagationPolicy over all three members reaches every member with its
-// replicas, one under a policy that selects a region by the Cluster's
-// spec.region reaches that member only, and deleting the Deployment on
-// Karmada deletes it in the members (garbage collection on Karmada's API
-// server).
-func TestPropagation(t *testing.T) {
+// TestFederation starts Karmada with three members in three regions (once:
+// about 30 s) and runs the federation's tests on it.
+func TestFederation(t *testing.T) {
 	f := Start(t, threeRegions)
 	n, mib := f.RSSMiB()
 	t.Logf("figures: %d processes, RSS %.0f MiB after set-up", n, mib)
+	t.Run("Propagation", func(t *testing.T) { testPropagation(t, f) })
+	t.Run("BindingWebhook", func(t *testing.T) { testBindingWebhook(t, f) })
+}
+
+// testPropagation checks that Karmada's own placement works: a Deployment
+// under a PropagationPolicy over all three members reaches every member
+// with its replicas, one under a policy that selects a region by the
+// Cluster's spec.region reaches that member only, and deleting the
+// Deployment on Karmada deletes it in the members (garbage collection on
+// Karmada's API server).
+func testPropagation(t *testing.T, f *Federation) {
 	for _, m := range f.Members {
 		c, err := f.Karmada.Dynamic.Resource(ClusterResource).Get(context.Background(), m.Name, metav1.GetOptions{})
 		if err != nil {
@@ -48,15 +54,15 @@ func TestPropagation(t *testing.T) {
 		}
 	}
 	const ns = "propagation"
-	f.create(f.Karmada, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	createNamespace(t, f, ns)
 
 	everywhere := map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}}
-	f.createDeployment(ns, "everywhere", 2, everywhere)
+	createDeployment(t, f, ns, "everywhere", 2, everywhere)
 	pl := f.Member("member-pl")
 	byRegion := map[string]any{"clusterAffinity": map[string]any{"fieldSelector": map[string]any{"matchExpressions": []any{
 		map[string]any{"key": "region", "operator": "In", "values": []any{pl.Region}},
 	}}}}
-	f.createDeployment(ns, "poland", 1, byRegion)
+	createDeployment(t, f, ns, "poland", 1, byRegion)
 
 	start := time.Now()
 	for _, m := range f.Members {
@@ -64,14 +70,7 @@ func TestPropagation(t *testing.T) {
 	}
 	t.Logf("figures: a Deployment reached %d members %v after its creation", len(f.Members), time.Since(start).Round(time.Millisecond))
 	waitDeployment(t, pl, ns, "poland", 1)
-	for _, m := range f.Members {
-		if m.Name == pl.Name {
-			continue
-		}
-		if _, err := m.Kube.AppsV1().Deployments(ns).Get(context.Background(), "poland", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("%s (%s): Deployment poland placed outside its region: %v", m.Name, m.Region, err)
-		}
-	}
+	wantOnlyIn(t, f, pl, ns, "poland")
 
 	if err := f.Karmada.Kube.AppsV1().Deployments(ns).Delete(context.Background(), "everywhere", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -97,8 +96,8 @@ func memberNames(f *Federation) []any {
 
 // createDeployment creates a Deployment of a pause container on Karmada and
 // a PropagationPolicy of its own with placement.
-func (f *Federation) createDeployment(ns, name string, replicas int32, placement map[string]any) {
-	t := f.tb
+func createDeployment(t *testing.T, f *Federation, ns, name string, replicas int32, placement map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	labels := map[string]string{"app": name}
@@ -141,4 +140,26 @@ func waitDeployment(t *testing.T, m *Cluster, ns, name string, replicas int32) {
 		}
 		return nil
 	})
+}
+
+func createNamespace(t *testing.T, f *Federation, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := f.Karmada.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantOnlyIn checks that Deployment ns/name exists in no member but in.
+func wantOnlyIn(t *testing.T, f *Federation, in *Cluster, ns, name string) {
+	t.Helper()
+	for _, m := range f.Members {
+		if m == in {
+			continue
+		}
+		if _, err := m.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s (%s): Deployment %s/%s is there too, want it in %s only (get: %v)", m.Name, m.Region, ns, name, in.Name, err)
+		}
+	}
 }

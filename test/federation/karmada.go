@@ -11,8 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,4 +269,41 @@ func tlsServing(ctx context.Context, addr string, ca *x509.Certificate) error {
 		return err
 	}
 	return c.Close()
+}
+
+// RegisterBindingWebhook registers a mutating webhook on Karmada's API
+// server for ResourceBindings, CREATE and UPDATE (Karmada rewrites a
+// binding's placement from its policy on every change of the workload, so a
+// webhook that narrows it must see updates too), at url, trusting ca, with
+// failurePolicy Fail. It is deleted at cleanup.
+func (f *Federation) RegisterBindingWebhook(tb testing.TB, name, url string, ca []byte) {
+	tb.Helper()
+	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
+	scope := admissionregistrationv1.NamespacedScope
+	timeout := int32(5)
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: name + ".carbongate.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{ResourceBindingResource.Group},
+					APIVersions: []string{ResourceBindingResource.Version}, Resources: []string{ResourceBindingResource.Resource}, Scope: &scope},
+			}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: &timeout,
+		}},
+	}
+	hooks := f.Karmada.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := hooks.Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		tb.Fatalf("federation: registering webhook %s: %v", name, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := hooks.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			tb.Errorf("federation: deleting webhook %s: %v", name, err)
+		}
+	})
 }
