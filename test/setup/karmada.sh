@@ -16,7 +16,9 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/carbongate/karmada-<version>-<first 12 hex of sha256(tools module files)>
 # so a changed pin builds a new directory and reruns return at once. A stamp
 # file is written only after everything is in place; a lock keeps concurrent
-# callers from building twice. The build runs at low priority (nice 10).
+# callers from building twice. The build runs at low priority (nice 10): cold,
+# about 340 s of CPU (the aggregated API server 300 of it) and 14 min wall on
+# 2 busy cores; 243 MB of output.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
