@@ -44,6 +44,8 @@ func (c *Cluster) apiServerArgs(etcd string, port int) []string {
 		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
 	kcert, kkey := p.Issue(tb, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
 	saKey := c.pki.ServiceAccountKey(tb)
+	webhookCA, admission := services.WebhookClient(tb, p.Dir)
+	c.WebhookCA = webhookCA
 	return []string{
 		"--etcd-servers=" + etcd,
 		"--bind-address=" + apiServerIP, "--advertise-address=" + apiServerIP, fmt.Sprintf("--secure-port=%d", port),
@@ -55,33 +57,9 @@ func (c *Cluster) apiServerArgs(etcd string, port int) []string {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--kubelet-client-certificate=" + kcert, "--kubelet-client-key=" + kkey,
 		"--kubelet-preferred-address-types=InternalIP",
-		"--admission-control-config-file=" + c.webhookAdmissionConfig(),
+		"--admission-control-config-file=" + admission,
 		"--allow-privileged=true", "--profiling=false",
 	}
-}
-
-// webhookAdmissionConfig makes the API server present a client
-// certificate signed by c.WebhookCA to every webhook (user "*").
-func (c *Cluster) webhookAdmissionConfig() string {
-	tb := c.tb
-	c.WebhookCA = services.NewCA(tb, "apiserver-webhook-client-ca")
-	certPEM, keyPEM := c.WebhookCA.Issue(tb, "kube-apiserver", true, time.Now().Add(-time.Hour), time.Now().Add(48*time.Hour))
-	cert, key := c.pki.Write(tb, "webhook-client.crt", certPEM), c.pki.Write(tb, "webhook-client.key", keyPEM)
-	kc := c.writeFile("apiserver/webhook-kubeconfig.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Config
-users:
-- name: "*"
-  user: {client-certificate: %q, client-key: %q}
-`, cert, key))
-	return c.writeFile("apiserver/admission.yaml", fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: MutatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %q
-`, kc))
 }
 
 func (c *Cluster) startControllerManager() {

@@ -35,7 +35,9 @@ func (f *Federation) startAPIServer(name string, front bool) *APIServer {
 	s.etcd = services.StartEtcd(tb, f.bins.kube, f.path(name, "etcd"))
 	var extra []string
 	if front {
-		extra = f.frontProxyArgs(name)
+		var admission string
+		s.WebhookCA, admission = services.WebhookClient(tb, pki.Dir)
+		extra = append(f.frontProxyArgs(name), "--admission-control-config-file="+admission)
 	}
 	services.StartBinary(tb, services.Binary{
 		Name: "kube-apiserver-" + name, Path: filepath.Join(f.bins.kube, "kube-apiserver"),

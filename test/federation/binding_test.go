@@ -5,6 +5,7 @@ package federation
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,7 +32,7 @@ import (
 func testBindingWebhook(t *testing.T, f *Federation) {
 	const ns, name = "narrowed", "narrowed"
 	to := f.Member("member-de")
-	hook := startNarrowingWebhook(t, to.Name)
+	hook := startNarrowingWebhook(t, to.Name, f.Karmada.WebhookCA)
 	f.RegisterBindingWebhook(t, "narrow-bindings", hook.url, hook.ca)
 	createNamespace(t, f, ns)
 	createDeployment(t, f, ns, name, 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}})
@@ -65,14 +66,15 @@ func testBindingWebhook(t *testing.T, f *Federation) {
 }
 
 // narrowingWebhook is a webhook server for this test: it sets every
-// binding's clusterAffinity to one cluster.
+// binding's clusterAffinity to one cluster. Like carbongate's, it requires
+// the API server's client certificate.
 type narrowingWebhook struct {
 	url              string
 	ca               []byte // PEM
 	creates, updates atomic.Int64
 }
 
-func startNarrowingWebhook(t *testing.T, cluster string) *narrowingWebhook {
+func startNarrowingWebhook(t *testing.T, cluster string, clientCA *services.CA) *narrowingWebhook {
 	ca := services.NewCA(t, "narrowing-webhook-ca")
 	certPEM, keyPEM := ca.Issue(t, "127.0.0.1", false, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -103,7 +105,9 @@ func startNarrowingWebhook(t *testing.T, cluster string) *narrowingWebhook {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(review)
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	clients := x509.NewCertPool()
+	clients.AddCert(clientCA.Cert)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: clients, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	h.url = srv.URL

@@ -49,6 +49,9 @@ type APIServer struct {
 	PKI        *services.PKI // its CA (ca.crt) and serving certificate
 	// Token is a bearer token of an admin (system:masters) user.
 	Token string
+	// WebhookCA, on Karmada's API server only, signed the client
+	// certificate it presents to every admission webhook.
+	WebhookCA *services.CA
 
 	etcd string // its etcd's client URL
 }

@@ -89,26 +89,9 @@ func kserveCRDs(tb testing.TB) []string {
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	start := time.Now()
-	c := &cluster{dir: t.TempDir(), webhook: services.NewCA(t, "apiserver-webhook-client-ca")}
-	certPEM, keyPEM := c.webhook.Issue(t, "kube-apiserver", true, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
-	certFile, keyFile := c.write(t, "webhook-client.crt", certPEM), c.write(t, "webhook-client.key", keyPEM)
-	kubeconfig := c.write(t, "webhook-kubeconfig.yaml", []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-users:
-- name: "*"
-  user:
-    client-certificate: %s
-    client-key: %s
-`, certFile, keyFile)))
-	admission := c.write(t, "admission.yaml", []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: MutatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %s
-`, kubeconfig)))
+	c := &cluster{dir: t.TempDir()}
+	var admission string
+	c.webhook, admission = services.WebhookClient(t, c.dir)
 
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets(t),

@@ -122,3 +122,31 @@ func (p *PKI) ServiceAccountKey(tb testing.TB) string {
 	p.Write(tb, "sa.key.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
 	return p.WriteKey(tb, "sa.key", k)
 }
+
+// WebhookClient makes an API server present a client certificate to every
+// admission webhook (user "*"): it makes a CA, issues the certificate and
+// writes the admission configuration for --admission-control-config-file
+// into dir; it returns the CA, which webhooks trust, and the
+// configuration's path.
+func WebhookClient(tb testing.TB, dir string) (*CA, string) {
+	tb.Helper()
+	p := &PKI{Dir: dir}
+	ca := NewCA(tb, "apiserver-webhook-client-ca")
+	certPEM, keyPEM := ca.Issue(tb, "kube-apiserver", true, time.Now().Add(-time.Hour), time.Now().Add(48*time.Hour))
+	cert, key := p.Write(tb, "webhook-client.crt", certPEM), p.Write(tb, "webhook-client.key", keyPEM)
+	kc := p.Write(tb, "webhook-kubeconfig.yaml", fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user: {client-certificate: %q, client-key: %q}
+`, cert, key))
+	return ca, p.Write(tb, "admission.yaml", fmt.Appendf(nil, `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %q
+`, kc))
+}
