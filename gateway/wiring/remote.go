@@ -8,7 +8,6 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/fallback"
 	"github.com/carbongate/carbongate/gateway/remote"
-	"github.com/carbongate/carbongate/gateway/router"
 )
 
 // route reads cfg.Routes once and builds the router.
@@ -21,7 +20,7 @@ func (g *Gateway) route(ctx context.Context, cfg Config, hist forecast.History, 
 	if err != nil {
 		return err
 	}
-	g.Router, err = router.New(router.Config{
+	g.Router, err = remote.NewRouter(remote.RouterConfig{
 		Source: cfg.Routes, Dial: dial, History: hist, Signal: cfg.RemoteSignal,
 		Timeout: cfg.UpstreamTimeout, Breaker: cfg.Breaker, Metrics: metrics,
 		Refresh: cfg.RouteRefresh, Logger: log,

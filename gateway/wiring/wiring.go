@@ -25,9 +25,9 @@ import (
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/fallback"
 	"github.com/carbongate/carbongate/gateway/guard"
+	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
-	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/models"
 	"github.com/carbongate/carbongate/models/baseline"
 	"github.com/carbongate/carbongate/models/history"
@@ -62,7 +62,7 @@ type Options struct {
 	Horizon   time.Duration // default gateway.DefaultHorizon
 	Step      time.Duration // default search step; default gateway.DefaultStep
 
-	RouteRefresh    time.Duration  // re-read of Config.Routes; default router.DefaultRefresh
+	RouteRefresh    time.Duration  // re-read of Config.Routes; default remote.DefaultRefresh
 	UpstreamTimeout time.Duration  // each remote step; default DefaultUpstreamTimeout
 	Breaker         breaker.Config // per endpoint: Failures, Cooldown (defaults in package breaker)
 	VendorPosition  VendorPosition // of Config.Vendor; default VendorAfterGeneric
@@ -75,7 +75,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Horizon: gateway.DefaultHorizon, Step: gateway.DefaultStep,
-		RouteRefresh: router.DefaultRefresh, UpstreamTimeout: DefaultUpstreamTimeout,
+		RouteRefresh: remote.DefaultRefresh, UpstreamTimeout: DefaultUpstreamTimeout,
 		Breaker:        breaker.Config{Failures: breaker.DefaultFailures, Cooldown: breaker.DefaultCooldown},
 		VendorPosition: VendorAfterGeneric,
 	}
@@ -114,7 +114,7 @@ type Config struct {
 	Routes route.Source
 	// Dial returns the client of an endpoint; nil: remote.Dial (oip/rest or
 	// oip/grpc by protocol).
-	Dial         router.Dialer
+	Dial         remote.Dialer
 	RemoteSignal forecast.Signal // the signal remote models forecast; default lifecycle
 	// Vendor, when set, is a vendor's own forecast (gateway/vendorfc) as a
 	// step of the chain, source vendor, at VendorPosition, bounded by
@@ -143,7 +143,7 @@ type Gateway struct {
 	Service *gateway.Service
 	Cache   *cache.Cache
 	Chain   *fallback.Chain
-	Router  *router.Router // nil without Routes
+	Router  *remote.Router // nil without Routes
 
 	tables  map[forecast.Zone]*dataset.Table
 	regions *regions.Table

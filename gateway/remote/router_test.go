@@ -1,8 +1,7 @@
-package router_test
+package remote_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,18 +11,8 @@ import (
 	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/remotetest"
 	"github.com/carbongate/carbongate/gateway/route"
-	"github.com/carbongate/carbongate/gateway/router"
 	"github.com/carbongate/carbongate/oip"
-	"github.com/carbongate/carbongate/test/testsupport"
 )
-
-func TestMain(m *testing.M) { os.Exit(testsupport.RunLeakChecked(m)) }
-
-type flatHistory struct{}
-
-func (flatHistory) Last(ctx context.Context, zone forecast.Zone, signal forecast.Signal, end time.Time, n int) ([]float64, error) {
-	return make([]float64, n), nil
-}
 
 // source is a route.Source a test changes.
 type source struct {
@@ -75,8 +64,6 @@ func (d *dialer) dial(e route.Endpoint) (oip.Client, error) {
 
 func (d *dialer) count() int { d.mu.Lock(); defer d.mu.Unlock(); return d.open }
 
-var start = time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
-
 func req(z forecast.Zone) forecast.Request {
 	return forecast.Request{Zone: z, Signal: forecast.SignalLifecycle, Start: start, Horizon: 24}
 }
@@ -92,7 +79,7 @@ func TestRefreshSwaps(t *testing.T) {
 	src := &source{}
 	src.set(nil, oldS.Endpoint, genS.Endpoint)
 	d := &dialer{}
-	r, err := router.New(router.Config{Source: src, Dial: d.dial, History: flatHistory{}, Timeout: 2 * time.Second, Refresh: 10 * time.Millisecond})
+	r, err := remote.NewRouter(remote.RouterConfig{Source: src, Dial: d.dial, History: flatHistory{}, Timeout: 2 * time.Second, Refresh: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

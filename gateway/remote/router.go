@@ -1,9 +1,9 @@
-// Package router keeps one remote forecaster per routed OIP endpoint and
+// Router keeps one remote forecaster per routed OIP endpoint and
 // answers "which forecaster serves this zone": the zone's own model, or the
 // generic model. It reads its endpoints from a route.Source (a static route
 // file, KServe discovery) and re-reads them periodically; an endpoint that
 // changes gets a new client while requests in flight on the old one finish.
-package router
+package remote
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/remote"
 	"github.com/carbongate/carbongate/gateway/remote/breaker"
 	"github.com/carbongate/carbongate/gateway/route"
 	"github.com/carbongate/carbongate/oip"
@@ -30,17 +29,17 @@ const DefaultRefresh = 30 * time.Second
 // router, which closes it when the endpoint goes away or on Close.
 type Dialer func(route.Endpoint) (oip.Client, error)
 
-// Config configures a Router.
-type Config struct {
+// RouterConfig configures a Router.
+type RouterConfig struct {
 	Source  route.Source     // required
-	Dial    Dialer           // required; remote.Dial in production
+	Dial    Dialer           // required; Dial in production
 	History forecast.History // required: the input of remote models
 	// Signal is the signal remote models forecast (route.Endpoint does not
 	// carry one); zones are routed for it only. Default lifecycle.
 	Signal   forecast.Signal
 	Timeout  time.Duration  // per upstream call, retries included; 0: the caller's deadline only
 	Breaker  breaker.Config // per endpoint
-	Metrics  *remote.Metrics
+	Metrics  *Metrics
 	Refresh  time.Duration // how often Start's loop re-reads the source; default DefaultRefresh
 	SourceTO time.Duration // bound of one source read; default 10s
 	Logger   *slog.Logger  // nil: discard
@@ -48,7 +47,7 @@ type Config struct {
 
 // Router is safe for concurrent use.
 type Router struct {
-	cfg     Config
+	cfg     RouterConfig
 	table   atomic.Pointer[table]
 	mu      sync.Mutex // serializes Refresh and Close
 	closed  bool
@@ -60,15 +59,15 @@ type Router struct {
 
 // table is an immutable routing table.
 type table struct {
-	byEndpoint map[route.Endpoint]*remote.Forecaster
-	zone       map[forecast.Zone]*remote.Forecaster
-	generic    *remote.Forecaster
+	byEndpoint map[route.Endpoint]*Forecaster
+	zone       map[forecast.Zone]*Forecaster
+	generic    *Forecaster
 }
 
 // New validates cfg and returns a Router with no routes: call Refresh to
 // read the source once (at startup, so that a broken source fails early)
 // and Start to keep it fresh.
-func New(cfg Config) (*Router, error) {
+func NewRouter(cfg RouterConfig) (*Router, error) {
 	if cfg.Source == nil || cfg.Dial == nil || cfg.History == nil {
 		return nil, forecast.Errorf(forecast.EINVALID, "router: Source, Dial and History are required")
 	}
@@ -86,13 +85,13 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	r.table.Store(&table{byEndpoint: map[route.Endpoint]*remote.Forecaster{}, zone: map[forecast.Zone]*remote.Forecaster{}})
+	r.table.Store(&table{byEndpoint: map[route.Endpoint]*Forecaster{}, zone: map[forecast.Zone]*Forecaster{}})
 	return r, nil
 }
 
 // Zone returns the forecaster of zone's own model for signal, or nil when
 // the zone is not routed. The result must be used as a forecast.Forecaster
-// (a nil *remote.Forecaster is not returned as a non-nil interface).
+// (a nil *Forecaster is not returned as a non-nil interface).
 func (r *Router) Zone(zone forecast.Zone, signal forecast.Signal) forecast.Forecaster {
 	if signal != r.cfg.Signal {
 		return nil
@@ -137,7 +136,7 @@ func (r *Router) Endpoints() []route.Endpoint {
 }
 
 // Forecaster returns the forecaster of an endpoint currently routed.
-func (r *Router) Forecaster(e route.Endpoint) (*remote.Forecaster, bool) {
+func (r *Router) Forecaster(e route.Endpoint) (*Forecaster, bool) {
 	f, ok := r.table.Load().byEndpoint[e]
 	return f, ok
 }
@@ -162,20 +161,20 @@ func (r *Router) Refresh(ctx context.Context) error {
 		return forecast.Errorf(forecast.EUNAVAILABLE, "router is closed")
 	}
 	old := r.table.Load()
-	next := &table{byEndpoint: make(map[route.Endpoint]*remote.Forecaster, len(eps)), zone: make(map[forecast.Zone]*remote.Forecaster, len(eps))}
+	next := &table{byEndpoint: make(map[route.Endpoint]*Forecaster, len(eps)), zone: make(map[forecast.Zone]*Forecaster, len(eps))}
 	var errs []error
 	for _, e := range eps {
 		if e.Generic() && next.generic != nil || !e.Generic() && next.zone[e.Zone] != nil {
-			errs = append(errs, fmt.Errorf("router: %s: zone already routed, skipped", remote.Label(e)))
+			errs = append(errs, fmt.Errorf("router: %s: zone already routed, skipped", Label(e)))
 			continue
 		}
 		f := old.byEndpoint[e]
 		if f == nil {
 			if f, err = r.dial(e); err != nil {
-				errs = append(errs, fmt.Errorf("router: %s: %w", remote.Label(e), err))
+				errs = append(errs, fmt.Errorf("router: %s: %w", Label(e), err))
 				continue
 			}
-			r.cfg.Logger.Info("endpoint routed", "endpoint", remote.Label(e))
+			r.cfg.Logger.Info("endpoint routed", "endpoint", Label(e))
 		}
 		next.byEndpoint[e] = f
 		if e.Generic() {
@@ -187,19 +186,19 @@ func (r *Router) Refresh(ctx context.Context) error {
 	r.table.Store(next)
 	for e, f := range old.byEndpoint {
 		if next.byEndpoint[e] == nil {
-			r.cfg.Logger.Info("endpoint no longer routed", "endpoint", remote.Label(e))
+			r.cfg.Logger.Info("endpoint no longer routed", "endpoint", Label(e))
 			r.retire(e, f)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (r *Router) dial(e route.Endpoint) (*remote.Forecaster, error) {
+func (r *Router) dial(e route.Endpoint) (*Forecaster, error) {
 	c, err := r.cfg.Dial(e)
 	if err != nil {
 		return nil, err
 	}
-	f, err := remote.New(remote.Config{
+	f, err := New(Config{
 		Endpoint: e, Client: c, History: r.cfg.History, Signal: r.cfg.Signal,
 		Timeout: r.cfg.Timeout, Breaker: r.cfg.Breaker, Metrics: r.cfg.Metrics,
 	})
@@ -211,14 +210,14 @@ func (r *Router) dial(e route.Endpoint) (*remote.Forecaster, error) {
 }
 
 // retire closes f in the background once its calls end; r.mu is held.
-func (r *Router) retire(e route.Endpoint, f *remote.Forecaster) {
+func (r *Router) retire(e route.Endpoint, f *Forecaster) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		if err := f.Close(); err != nil {
-			r.cfg.Logger.Warn("closing endpoint client", "endpoint", remote.Label(e), "error", err)
+			r.cfg.Logger.Warn("closing endpoint client", "endpoint", Label(e), "error", err)
 		}
-		r.cfg.Metrics.Forget(remote.Label(e))
+		r.cfg.Metrics.Forget(Label(e))
 	}()
 }
 
@@ -260,7 +259,7 @@ func (r *Router) Close() error {
 	}
 	r.closed = true
 	r.cancel()
-	old := r.table.Swap(&table{byEndpoint: map[route.Endpoint]*remote.Forecaster{}, zone: map[forecast.Zone]*remote.Forecaster{}})
+	old := r.table.Swap(&table{byEndpoint: map[route.Endpoint]*Forecaster{}, zone: map[forecast.Zone]*Forecaster{}})
 	for e, f := range old.byEndpoint {
 		r.retire(e, f)
 	}
