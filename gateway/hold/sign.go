@@ -77,7 +77,7 @@ func (g *Signer) Sign(s Subject, a map[string]string) string {
 	if name == "" {
 		name = s.GenerateName + "*"
 	}
-	return g.mac(s.Kind, s.Namespace, name, a)
+	return g.mac(decisionDomain, s.Kind, s.Namespace, name, signed, a)
 }
 
 // ErrUnsigned is Verify's error for a decision without a valid signature.
@@ -85,33 +85,42 @@ var ErrUnsigned = errors.New("the decision is not signed by carbongate's webhook
 
 // Verify checks a's signature for s (s.Name set, as stored).
 func (g *Signer) Verify(s Subject, a map[string]string) error {
-	got, err := base64.RawURLEncoding.DecodeString(a[AnnotationSignature])
-	if err != nil || len(got) != sha256.Size {
-		return ErrUnsigned
-	}
 	names := []string{s.Name}
 	if s.GenerateName != "" && strings.HasPrefix(s.Name, s.GenerateName) {
 		names = append(names, s.GenerateName+"*")
 	}
 	for _, n := range names {
-		want, _ := base64.RawURLEncoding.DecodeString(g.mac(s.Kind, s.Namespace, n, a))
-		if hmac.Equal(got, want) {
+		if g.equal(a[AnnotationSignature], g.mac(decisionDomain, s.Kind, s.Namespace, n, signed, a)) {
 			return nil
 		}
 	}
 	return ErrUnsigned
 }
 
-// mac is the HMAC of the signed annotations, each length-prefixed (and
-// absent ones marked), so no two decisions share a message.
-func (g *Signer) mac(kind, namespace, name string, a map[string]string) string {
+// equal compares a signature as written with the expected one in constant
+// time; a malformed one is not equal.
+func (g *Signer) equal(got, want string) bool {
+	a, err := base64.RawURLEncoding.DecodeString(got)
+	if err != nil || len(a) != sha256.Size {
+		return false
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(want)
+	return hmac.Equal(a, b)
+}
+
+const decisionDomain = "carbongate.io decision v1"
+
+// mac is the HMAC of the annotations keys of a in domain (a decision or a
+// ledger record), each length-prefixed (and absent ones marked), so no two
+// messages are alike.
+func (g *Signer) mac(domain, kind, namespace, name string, keys []string, a map[string]string) string {
 	h := hmac.New(sha256.New, g.key)
 	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
-	field("carbongate.io decision v1")
+	field(domain)
 	field(strings.ToLower(kind))
 	field(namespace)
 	field(name)
-	for _, k := range signed {
+	for _, k := range keys {
 		if v, ok := a[k]; ok {
 			field(k)
 			field(v)
