@@ -17,9 +17,10 @@ import (
 // loses any it carries; an updated one gets the old object's back, except
 // that a release (the label going from held to released on an object no
 // longer suspended or gated: the controller's patch, or someone letting
-// the workload run) keeps its new label and stamp. A user therefore cannot
-// forge a credit, move a held workload's time, or relabel it released
-// while it stays suspended. The controller does not rely on this alone:
+// the workload run) keeps its new label and stamp, and an update whose
+// ledger record (hold.Record) verifies as the controller's keeps it. A user
+// therefore cannot forge a credit or a realized saving, move a held
+// workload's time, or relabel it released while it stays suspended. The controller does not rely on this alone:
 // it verifies each decision's signature (hold.Signer), for the objects
 // this webhook never sees.
 
@@ -29,7 +30,7 @@ func (w *Webhook) sanitized(req *admissionv1.AdmissionRequest, next func(*admiss
 	if w.cfg.Workloads.Cluster == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return next(req)
 	}
-	ops, raw, bad := sanitizeWorkload(req)
+	ops, raw, bad := sanitizeWorkload(req, w.cfg.Workloads.Signer)
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
@@ -47,7 +48,7 @@ func (w *Webhook) sanitized(req *admissionv1.AdmissionRequest, next func(*admiss
 
 // sanitizeWorkload returns the ops that set the outputs of req's object
 // and the object with them applied, or a message naming what is malformed.
-func sanitizeWorkload(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
+func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([]op, []byte, string) {
 	var old metav1.PartialObjectMetadata
 	if req.Operation == admissionv1.Update {
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
@@ -60,8 +61,10 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest) ([]op, []byte, string) 
 	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
 		return nil, nil, fmt.Sprintf("request.object: %v", err)
 	}
+	recorded := req.Operation == admissionv1.Update && signer != nil &&
+		signer.VerifyRecord(hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
 	if same(meta.Labels, old.Labels, []string{hold.Label}) && same(meta.Annotations, old.Annotations, hold.Outputs) &&
-		same(meta.Annotations, old.Annotations, hold.ReleaseStamp) {
+		same(meta.Annotations, old.Annotations, hold.ReleaseStamp) && (recorded || same(meta.Annotations, old.Annotations, hold.Record)) {
 		return nil, req.Object.Raw, ""
 	}
 	var doc map[string]any
@@ -81,6 +84,11 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest) ([]op, []byte, string) 
 	}
 	for _, k := range hold.Outputs {
 		s.set("annotations", k, old.Annotations)
+	}
+	if !recorded {
+		for _, k := range hold.Record {
+			s.set("annotations", k, old.Annotations)
+		}
 	}
 	if len(s.ops) == 0 {
 		return nil, req.Object.Raw, ""

@@ -22,6 +22,8 @@ func forged() map[string]string {
 		hold.AnnotationZone: "NL", hold.AnnotationStart: "2020-01-01T00:00:00Z", hold.AnnotationReleaseBy: "2020-01-01T00:00:00Z",
 		hold.AnnotationSignature: "forged", hold.AnnotationReleasedAt: "2020-01-01T00:00:00Z", hold.AnnotationReleaseReason: hold.ReasonScheduled,
 		AnnotationProvenance: "{}", AnnotationUnscheduled: "no",
+		hold.AnnotationRealizedStatus: "realized", hold.AnnotationRealizedCoverage: "1", hold.AnnotationRealizedGrams: "0",
+		hold.AnnotationRunAtAdmissionGrams: "1e8", hold.AnnotationRealizedAvoided: "1e8", hold.AnnotationRecordSignature: "forged",
 	}
 }
 
@@ -55,7 +57,7 @@ func TestCreateStripsForgedOutputs(t *testing.T) {
 	if got.Labels[hold.Label] != hold.Held {
 		t.Fatalf("label %q, want held", got.Labels[hold.Label])
 	}
-	for _, k := range []string{hold.AnnotationReleasedAt, hold.AnnotationReleaseReason, AnnotationUnscheduled} {
+	for _, k := range append([]string{hold.AnnotationReleasedAt, hold.AnnotationReleaseReason, AnnotationUnscheduled}, hold.Record...) {
 		if v, ok := got.Annotations[k]; ok {
 			t.Errorf("%s=%q kept", k, v)
 		}
@@ -135,6 +137,70 @@ func TestUpdateRestoresOutputs(t *testing.T) {
 	}
 }
 
+// TestUpdateKeepsOnlyTheControllersRecord: the ledger record of a released
+// Job goes through an update only when the controller signed it for that
+// Job; a forged, edited or copied one is put back as it was.
+func TestUpdateKeepsOnlyTheControllersRecord(t *testing.T) {
+	t.Parallel()
+	w := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL"}}, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, "")
+	released := heldJob(t, w)
+	released.Spec.Suspend = new(false)
+	released.Labels[hold.Label] = hold.Released
+	released.Annotations[hold.AnnotationReleasedAt], released.Annotations[hold.AnnotationReleaseReason] = "2021-06-01T03:00:00Z", hold.ReasonScheduled
+	subject := hold.Subject{Kind: "job", Namespace: "batch", Name: "train"}
+	record := func(avoided string) map[string]string {
+		a := map[string]string{hold.AnnotationRealizedStatus: "realized", hold.AnnotationRealizedCoverage: "1.0000",
+			hold.AnnotationRealizedGrams: "500.00", hold.AnnotationRunAtAdmissionGrams: "1000.00", hold.AnnotationRealizedAvoided: avoided}
+		a[hold.AnnotationRecordSignature] = testSigner.SignRecord(subject, a)
+		return a
+	}
+	with := func(j *batchv1.Job, a map[string]string) *batchv1.Job {
+		j = j.DeepCopy()
+		maps.Copy(j.Annotations, a)
+		return j
+	}
+	update := func(up, old *batchv1.Job) map[string]string {
+		t.Helper()
+		var got batchv1.Job
+		if r := admitInto(t, w, workloadRequest(t, admissionv1.Update, up, old), &got); !r.Allowed {
+			t.Fatalf("denied %+v", r.Result)
+		}
+		return got.Annotations
+	}
+	good := record("500.00")
+	// The controller's record goes through.
+	if got := update(with(released, good), released); got[hold.AnnotationRealizedAvoided] != "500.00" || testSigner.VerifyRecord(subject, got) != nil {
+		t.Fatalf("the controller's record: %v", got)
+	}
+	recorded := with(released, good)
+	forgedRec := maps.Clone(good)
+	forgedRec[hold.AnnotationRealizedAvoided] = "1e8"
+	copied := with(released, nil)
+	copied.Name = "other"
+	for _, tc := range []struct {
+		name     string
+		up, old  *batchv1.Job
+		wantFrom map[string]string // the record wanted after the update
+	}{
+		{"forged on a released Job", with(released, forged()), released, nil},
+		{"grams raised under the controller's signature", with(recorded, forgedRec), recorded, good},
+		{"record dropped", with(released, nil), recorded, good},
+		{"copied to another Job", with(copied, good), copied, nil},
+	} {
+		if tc.name == "record dropped" {
+			for _, k := range hold.Record {
+				delete(tc.up.Annotations, k)
+			}
+		}
+		got := update(tc.up, tc.old)
+		for _, k := range hold.Record {
+			if got[k] != tc.wantFrom[k] {
+				t.Errorf("%s: %s=%q, want %q", tc.name, k, got[k], tc.wantFrom[k])
+			}
+		}
+	}
+}
+
 // TestPodReleaseNeedsTheGate: a Pod relabelled released keeps its label
 // held while it still carries the gate.
 func TestPodReleaseNeedsTheGate(t *testing.T) {
@@ -175,7 +241,7 @@ func TestStripDeniedStaysDenied(t *testing.T) {
 // outputsOf returns the carbongate outputs among annotations a.
 func outputsOf(a map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, k := range append(slices.Clone(hold.Outputs), hold.ReleaseStamp...) {
+	for _, k := range slices.Concat(hold.Outputs, hold.ReleaseStamp, hold.Record) {
 		if v, ok := a[k]; ok {
 			out[k] = v
 		}
