@@ -97,6 +97,16 @@ func Wall(c Clock, d time.Duration) time.Duration {
 	return d
 }
 
+// At returns the instant of c's time at which the wall clock read wall: a
+// timestamp the Kubernetes API wrote (a Job's start) read in the clock
+// decisions are made in. wall itself for the system clock.
+func At(c Clock, wall time.Time) time.Time {
+	if r, ok := c.(*Replay); ok && !wall.IsZero() {
+		return r.at(wall.Round(0))
+	}
+	return wall
+}
+
 // Parse returns the clock named by mode: "system", or "replay" starting at
 // replayStart. Unknown modes are EINVALID naming the "clock" field.
 func Parse(mode string, replayStart time.Time) (Clock, error) {

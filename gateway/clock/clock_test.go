@@ -90,3 +90,25 @@ func TestReplayWithSpeed(t *testing.T) {
 		}
 	}
 }
+
+// TestAt: a wall timestamp (an API server's) read in a replay clock at
+// speed, and unchanged in the system clock.
+func TestAt(t *testing.T) {
+	t.Parallel()
+	wall := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	start := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	r, _ := NewReplay(start, func() time.Time { return wall })
+	fast, _ := r.WithSpeed(3600)
+	if got, want := At(fast, wall.Add(2*time.Second)), start.Add(2*time.Hour); !got.Equal(want) {
+		t.Errorf("At(2 s later at 3600x)=%v, want %v", got, want)
+	}
+	if got, want := At(fast, wall.Add(-time.Second)), start.Add(-time.Hour); !got.Equal(want) {
+		t.Errorf("At(1 s before)=%v, want %v", got, want)
+	}
+	if got := At(System{}, wall); !got.Equal(wall) {
+		t.Errorf("At(system)=%v, want %v", got, wall)
+	}
+	if got := At(fast, time.Time{}); !got.IsZero() {
+		t.Errorf("At(zero)=%v, want zero (not happened)", got)
+	}
+}

@@ -4,7 +4,12 @@
 // deadline − duration, whichever comes first — and turns each scheduled
 // VmTemplate into the provider's object (an Azure Service Operator
 // VirtualMachine, an ACK EC2 Instance, …) from a template the user gives
-// per provider, tracking its readiness in the VmTemplate's status.
+// per provider, tracking its readiness in the VmTemplate's status. With
+// observed intensity (Config.Observed) it also keeps the ledger
+// (ledger.go): once a released Job or Pod has run and the hours of its run
+// and of running it at admission are observed, it records the realized
+// saving on it (package models/ledger computes it), emits an Event and
+// counts it.
 //
 // It runs on controller-runtime with leader election on a Lease, so
 // several replicas are safe: only the leader releases. All state is in the
@@ -32,17 +37,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/models/ledger"
 )
 
 // Defaults of Config.
@@ -80,6 +90,16 @@ type Config struct {
 	// with the same key); required. A workload whose decision does not
 	// verify is released at once, reason invalid, and never credited.
 	Signer *hold.Signer
+	// Observed is the observed intensity the ledger charges released
+	// workloads at (the forecast store's observed signals; the bundled
+	// dataset under a replay clock, as of the clock's now); nil: no
+	// ledger, and released workloads leave the cache.
+	Observed ledger.Observations
+	// Signal is the signal the webhook decides on; default lifecycle.
+	Signal forecast.Signal
+	// LedgerRetry and LedgerHorizon: see DefaultLedgerRetry and
+	// DefaultLedgerHorizon (their defaults), in the gateway's clock.
+	LedgerRetry, LedgerHorizon time.Duration
 }
 
 // Controller is a started-on-demand controller manager.
@@ -100,6 +120,9 @@ func New(cfg Config) (*Controller, error) {
 	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline)
 	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod)
 	cfg.Workers = cmp.Or(cfg.Workers, DefaultWorkers)
+	cfg.Signal = cmp.Or(cfg.Signal, forecast.SignalLifecycle)
+	cfg.LedgerRetry = cmp.Or(cfg.LedgerRetry, DefaultLedgerRetry)
+	cfg.LedgerHorizon = cmp.Or(cfg.LedgerHorizon, DefaultLedgerHorizon)
 	if cfg.VMKinds == nil {
 		cfg.VMKinds = DefaultVMKinds()
 	}
@@ -118,7 +141,10 @@ func New(cfg Config) (*Controller, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	held := labels.SelectorFromSet(labels.Set{hold.Label: hold.Held})
+	held, err := watched(cfg.Observed != nil)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg.REST, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
@@ -135,7 +161,8 @@ func New(cfg Config) (*Controller, error) {
 			// managedFields are half of a small object and never read here.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				// Only held workloads are cached: not every Pod of the cluster.
+				// Only held (and, for the ledger, released) workloads are
+				// cached: not every Pod of the cluster.
 				&batchv1.Job{}: {Label: held},
 				&corev1.Pod{}:  {Label: held},
 				// The webhook's placement reads nodes' labels and taints.
@@ -188,12 +215,24 @@ func (c *Controller) setup() error {
 	// a related object and an action: a move with its RBAC, not done yet.
 	//lint:ignore SA1019 see above
 	rec := c.mgr.GetEventRecorderFor("carbongate")
+	d := deps{client: c.mgr.GetClient(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger, signer: c.cfg.Signer,
+		nodes: c.mgr.GetCache()}
 	for _, r := range []*releaser{jobReleaser(), podReleaser()} {
-		r.client, r.clock, r.events, r.metrics, r.log, r.signer = c.mgr.GetClient(), c.cfg.Clock, rec, c.metrics, c.cfg.Logger, c.cfg.Signer
-		r.nodes = c.mgr.GetCache()
+		r.deps = d
 		if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).For(r.newObj()).
 			WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
 			return fmt.Errorf("controller: %s: %w", r.kind, err)
+		}
+	}
+	if c.cfg.Observed != nil {
+		for _, r := range []*recorder{jobRecorder(), podRecorder()} {
+			r.deps = d
+			r.obs, r.signal, r.retry, r.horizon = c.cfg.Observed, c.cfg.Signal, c.cfg.LedgerRetry, c.cfg.LedgerHorizon
+			if err := ctrl.NewControllerManagedBy(c.mgr).Named("ledger-"+r.kind).
+				For(r.newObj(), builder.WithPredicates(predicate.Funcs{DeleteFunc: r.deleted})).
+				WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
+				return fmt.Errorf("controller: ledger %s: %w", r.kind, err)
+			}
 		}
 	}
 	v := &vmReconciler{kinds: c.cfg.VMKinds, client: c.mgr.GetClient(), reader: c.mgr.GetAPIReader(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger}
@@ -202,4 +241,18 @@ func (c *Controller) setup() error {
 		return fmt.Errorf("controller: vmtemplate: %w", err)
 	}
 	return nil
+}
+
+// watched selects the Jobs and Pods the controller caches: those held, and
+// with the ledger those released too.
+func watched(ledger bool) (labels.Selector, error) {
+	values := []string{hold.Held}
+	if ledger {
+		values = append(values, hold.Released)
+	}
+	req, err := labels.NewRequirement(hold.Label, selection.In, values)
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	return labels.NewSelector().Add(*req), nil
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carbongate/carbongate/models/ledger"
 )
 
 // metrics are the controller's Prometheus metrics.
@@ -16,6 +18,10 @@ type metrics struct {
 	// unplaceable counts releases no node of the decided region could
 	// take at once (warnUnplaceable).
 	unplaceable *prometheus.CounterVec
+
+	// The ledger (ledger.go).
+	realizedAvoided, realizedAdded, realizedPromised *prometheus.CounterVec
+	ledgerWorkloads                                  *prometheus.CounterVec
 
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // kind → keys of the workloads held
@@ -44,6 +50,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_released_unplaceable_total",
 			Help: "Held workloads released while no node of their decided region could take their pods (NotReady, unreachable, cordoned or tainted nodes, or none): their pods wait Pending. By kind (job, pod).",
 		}, []string{"kind"}),
+		realizedAvoided: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_realized_avoided_grams_total",
+			Help: "gCO2eq released workloads really avoided, charged at observed intensity: running at admission minus the run, summed over workloads whose shift saved (those that lost are in carbongate_realized_added_grams_total), by workload_namespace and mode (enforce; shadow: what enforcing would have avoided).",
+		}, []string{"workload_namespace", "mode"}),
+		realizedAdded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_realized_added_grams_total",
+			Help: "gCO2eq released workloads emitted beyond running at admission, at observed intensity (shifts that lost), by workload_namespace and mode; net realized saving = carbongate_realized_avoided_grams_total − this.",
+		}, []string{"workload_namespace", "mode"}),
+		realizedPromised: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_realized_promised_grams_total",
+			Help: "gCO2eq the forecast promised (carbongate.io/avoided-g) for the workloads counted in the realized counters, to compare like for like, by workload_namespace and mode.",
+		}, []string{"workload_namespace", "mode"}),
+		ledgerWorkloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_realized_workloads_total",
+			Help: "Held workloads whose ledger account is closed, by workload_namespace, mode and status: realized, partial (some hours never observed), no-power (declares none), deleted (before it ran), gone (deleted after it ran, before its hours were observed).",
+		}, []string{"workload_namespace", "mode", "status"}),
 		held: map[string]map[string]struct{}{},
 	}
 	for _, kind := range []string{"job", "pod"} { // exported from 0, for increase() and the alert
@@ -54,7 +76,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_held_workloads",
 			Help: "Workloads this replica waits to release (all kinds; only the leader holds any).",
 		}, func() float64 { return float64(m.count()) })
-		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, m.unplaceable, held)
+		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, m.unplaceable, held,
+			m.realizedAvoided, m.realizedAdded, m.realizedPromised, m.ledgerWorkloads)
 	}
 	return m
 }
@@ -91,5 +114,21 @@ func (m *metrics) released(kind, reason string, lag time.Duration) {
 	m.releases.WithLabelValues(kind, reason).Inc()
 	if lag >= 0 {
 		m.lag.WithLabelValues(kind).Observe(lag.Seconds())
+	}
+}
+
+// recorded counts a recorded ledger entry of a workload of namespace ns.
+func (m *metrics) recorded(ns, mode string, e ledger.Entry) {
+	m.ledgerWorkloads.WithLabelValues(ns, mode, string(e.Status)).Inc()
+	if e.Status != ledger.Realized {
+		return
+	}
+	if a := *e.AvoidedGrams; a >= 0 {
+		m.realizedAvoided.WithLabelValues(ns, mode).Add(a)
+	} else {
+		m.realizedAdded.WithLabelValues(ns, mode).Add(-a)
+	}
+	if e.HasPromise {
+		m.realizedPromised.WithLabelValues(ns, mode).Add(e.PromisedGrams)
 	}
 }

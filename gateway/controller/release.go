@@ -31,6 +31,11 @@ type releaser struct {
 	// spec is the pod spec obj runs (a Job's template).
 	spec func(client.Object) *corev1.PodSpec
 
+	deps
+}
+
+// deps are what the workload reconcilers (releaser, recorder) act with.
+type deps struct {
 	client  client.Client
 	clock   clock.Clock
 	events  record.EventRecorder
@@ -109,8 +114,7 @@ func (r *releaser) decision(obj client.Object) (hold.Decision, error) {
 	if err != nil {
 		return hold.Decision{}, err
 	}
-	s := hold.Subject{Kind: r.kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), GenerateName: obj.GetGenerateName()}
-	if err := r.signer.Verify(s, a); err != nil {
+	if err := r.signer.Verify(subjectOf(r.kind, obj), a); err != nil {
 		return hold.Decision{}, err
 	}
 	return d, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/controller"
 	"github.com/carbongate/carbongate/gateway/hold"
 	"github.com/carbongate/carbongate/gateway/kserve"
+	"github.com/carbongate/carbongate/models/ledger"
 )
 
 // Controller runs carbongate's Kubernetes controller in the same process
@@ -76,7 +77,10 @@ func (c *Controller) check() error {
 }
 
 // open builds the controller (it starts in start).
-func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Registerer) error {
+//
+// The ledger charges released workloads at obs: the store's observed
+// signals when one is configured, else the data the gateway serves.
+func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Registerer, obs ledger.Observations) error {
 	if !c.Enabled {
 		return nil
 	}
@@ -95,7 +99,7 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
-		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds,
+		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds, Observed: obs,
 	})
 	return err
 }

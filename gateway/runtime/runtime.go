@@ -47,6 +47,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/models/history"
+	"github.com/carbongate/carbongate/models/ledger"
 )
 
 // Params is everything a caller chooses about a carbongate: the listener,
@@ -268,7 +269,11 @@ func (m *Runtime) Run(ctx context.Context) (err error) {
 			m.gw.Close()
 		}
 	}()
-	if err := m.controller.open(m, clk, reg); err != nil {
+	var obs ledger.Observations = bundled
+	if m.store.conn != nil {
+		obs = m.store.conn
+	}
+	if err := m.controller.open(m, clk, reg, obs); err != nil {
 		return err
 	}
 	mount, err := m.registry.mount(m)
