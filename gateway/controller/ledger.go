@@ -163,7 +163,12 @@ func (r *recorder) record(ctx context.Context, obj client.Object, e ledger.Entry
 	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ignoreGone(err)
 	}
-	mode := hold.Mode(a)
+	// Patch read back the stored object: a mutating webhook that does not
+	// know the controller's key (an older carbongate) put the record back.
+	if err := r.signer.VerifyRecord(subjectOf(r.kind, obj), obj.GetAnnotations()); err != nil {
+		return fmt.Errorf("ledger: the record of %s %s/%s was not stored (changed by an admission webhook?): %w", r.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	mode := hold.Mode(obj.GetAnnotations())
 	r.metrics.recorded(obj.GetNamespace(), mode, e)
 	reason, msg := recordEvent(e)
 	r.events.Event(obj, corev1.EventTypeNormal, reason, msg)
