@@ -193,6 +193,7 @@ type entryJSON struct {
 	BaselineZone  string    `json:"baseline_zone"`
 	Signal        string    `json:"signal"`
 	Accounting    string    `json:"accounting"`
+	Mode          string    `json:"mode"`
 	Status        string    `json:"status"`
 	Reason        string    `json:"reason,omitempty"`
 	Coverage      float64   `json:"coverage"`
@@ -209,7 +210,7 @@ type entryJSON struct {
 
 func toJSON(e ledger.Entry) entryJSON {
 	j := entryJSON{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Zone: string(e.Zone), BaselineZone: string(e.BaselineZone),
-		Signal: string(e.Signal), Accounting: e.Accounting, Status: string(e.Status), Reason: e.Reason, Coverage: e.Coverage,
+		Signal: string(e.Signal), Accounting: e.Accounting, Mode: e.Mode, Status: string(e.Status), Reason: e.Reason, Coverage: e.Coverage,
 		PowerWatts: e.PowerWatts, AdmittedAt: e.AdmittedAt, Started: stampOf(e.Started), Ended: stampOf(e.Ended), EnergyKWh: e.EnergyKWh,
 		RealizedGrams: e.RealizedGrams, BaselineGrams: e.BaselineGrams, AvoidedGrams: e.AvoidedGrams}
 	if j.BaselineZone == "" {
@@ -242,21 +243,21 @@ func writeReportJSON(w io.Writer, es []ledger.Entry) error {
 // per namespace and zone.
 func writeReportCSV(w io.Writer, es []ledger.Entry) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"kind", "namespace", "name", "zone", "baseline_zone", "signal", "accounting", "status", "reason", "coverage",
+	_ = cw.Write([]string{"kind", "namespace", "name", "zone", "baseline_zone", "signal", "accounting", "mode", "status", "reason", "coverage",
 		"power_watts", "admitted_at", "started", "ended", "energy_kwh", "promised_avoided_g", "realized_g", "run_at_admission_g", "realized_avoided_g"})
 	for _, e := range es {
 		j := toJSON(e)
-		_ = cw.Write([]string{j.Kind, j.Namespace, j.Name, j.Zone, j.BaselineZone, j.Signal, j.Accounting, j.Status, j.Reason, num(&j.Coverage),
+		_ = cw.Write([]string{j.Kind, j.Namespace, j.Name, j.Zone, j.BaselineZone, j.Signal, j.Accounting, j.Mode, j.Status, j.Reason, num(&j.Coverage),
 			num(&j.PowerWatts), stampOf(j.AdmittedAt), j.Started, j.Ended, num(&j.EnergyKWh), num(j.PromisedGrams), num(j.RealizedGrams), num(j.BaselineGrams), num(j.AvoidedGrams)})
 	}
 	cw.Flush()
 	if _, err := io.WriteString(w, "\n"); err != nil {
 		return err
 	}
-	_ = cw.Write([]string{"namespace", "zone", "accounting", "workloads", "realized", "partial", "pending", "deleted", "no_power",
+	_ = cw.Write([]string{"namespace", "zone", "accounting", "mode", "workloads", "realized", "partial", "pending", "deleted", "no_power",
 		"promised_avoided_g", "promised_avoided_g_of_realized", "realized_g", "run_at_admission_g", "realized_avoided_g"})
 	for _, t := range ledger.Totals(es) {
-		_ = cw.Write([]string{t.Namespace, string(t.Zone), t.Accounting, strconv.Itoa(t.Workloads), strconv.Itoa(t.Realized), strconv.Itoa(t.Partial),
+		_ = cw.Write([]string{t.Namespace, string(t.Zone), t.Accounting, t.Mode, strconv.Itoa(t.Workloads), strconv.Itoa(t.Realized), strconv.Itoa(t.Partial),
 			strconv.Itoa(t.Pending), strconv.Itoa(t.Deleted), strconv.Itoa(t.NoPower), num(&t.PromisedGrams), num(&t.PromisedRealized),
 			num(&t.RealizedGrams), num(&t.BaselineGrams), num(&t.AvoidedGrams)})
 	}

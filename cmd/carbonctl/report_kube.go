@@ -13,7 +13,8 @@ import (
 )
 
 // heldWorkloads lists the Jobs and bare Pods of namespace ("" for all)
-// that carbongate held (label hold.Label), as ledger workloads of signal;
+// that carbongate held or decided in shadow (label hold.Label), as ledger
+// workloads of signal (a shadow one as what enforcing would have avoided);
 // skipped says which could not be read and why.
 func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace string, sig forecast.Signal) (ws []ledger.Workload, skipped []string, err error) {
 	opts := metav1.ListOptions{LabelSelector: hold.Label}
@@ -26,6 +27,9 @@ func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace strin
 		return nil, nil, fmt.Errorf("listing Pods: %w", err)
 	}
 	add := func(kind string, m metav1.ObjectMeta, w ledger.Workload, err error) {
+		if err == nil {
+			w, err = hold.Shadowed(w, m.Annotations)
+		}
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s %s/%s: %v", kind, m.Namespace, m.Name, err))
 			return

@@ -126,7 +126,7 @@ func TestReportSelection(t *testing.T) {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 	rows := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(rows) != 5 || !strings.HasPrefix(rows[1], "Job,team,waiting,DE,DE,lifecycle,") || rows[2] != "" || !strings.HasPrefix(rows[4], "team,DE,location-based average (lifecycle),1,0,0,1,0,0,500,0,0,0,0") {
+	if len(rows) != 5 || !strings.HasPrefix(rows[1], "Job,team,waiting,DE,DE,lifecycle,") || rows[2] != "" || !strings.HasPrefix(rows[4], "team,DE,location-based average (lifecycle),enforce,1,0,0,1,0,0,500,0,0,0,0") {
 		t.Fatalf("csv:\n%s", out.String())
 	}
 }

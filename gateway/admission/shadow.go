@@ -14,7 +14,8 @@ import (
 
 // This file is shadow mode (hold.ModeShadow): a workload is decided as it
 // would be held, and admitted with only the annotations of that decision
-// and hold.AnnotationShadow. Shadow decisions and the grams they promise
+// and hold.AnnotationShadow (and the label hold.Label=hold.Shadow when it
+// was decided). Shadow decisions and the grams they promise
 // are counted apart from enforced ones.
 
 // namespaceOptedIn reports whether a namespace's labels opt its workloads in:
@@ -44,8 +45,9 @@ func (w *Webhook) mode(ns string, nsLabels map[string]string) (mode, warning str
 
 // shadowed turns the outcome of holding a workload into its shadow: only
 // the operations on metadata.annotations (the decision, or why there is
-// none) are kept, plus hold.AnnotationShadow; the label, suspension,
-// scheduling gate and pinning are dropped. An outcome without annotations
+// none) are kept, plus hold.AnnotationShadow, and the label hold.Label is
+// hold.Shadow instead of held (the controller keeps the ledger of shadow
+// decisions); the suspension, scheduling gate and pinning are dropped. An outcome without annotations
 // (a denial, a workload carbongate leaves alone) is returned as it is.
 func shadowed(o outcome) outcome {
 	if !o.allowed {
@@ -53,10 +55,13 @@ func shadowed(o outcome) outcome {
 	}
 	var ops []op
 	annotated := false
+	label := "/metadata/labels/" + pointerEscape(hold.Label)
 	for _, x := range o.patch {
 		switch {
-		case x.Path == "/metadata":
+		case x.Path == "/metadata" || x.Path == "/metadata/labels":
 			ops = append(ops, x)
+		case x.Path == label:
+			ops = append(ops, add(label, hold.Shadow))
 		case x.Path == "/metadata/annotations" || strings.HasPrefix(x.Path, "/metadata/annotations/"):
 			ops = append(ops, x)
 			annotated = true

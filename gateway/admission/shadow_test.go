@@ -39,11 +39,11 @@ func shadowHook(t testing.TB, fs *fakeScheduler, shadowDefault bool) *Webhook {
 }
 
 // checkShadow checks a Job admitted in shadow: run as submitted (not
-// suspended, no hold label, no affinity) with the decision annotations
-// and the shadow marker.
+// suspended, labelled shadow, not held, no affinity) with the decision
+// annotations and the shadow marker.
 func checkShadow(t *testing.T, what string, got *batchv1.Job) {
 	t.Helper()
-	if (got.Spec.Suspend != nil && *got.Spec.Suspend) || got.Labels[hold.Label] != "" || got.Spec.Template.Spec.Affinity != nil {
+	if (got.Spec.Suspend != nil && *got.Spec.Suspend) || got.Labels[hold.Label] != hold.Shadow || got.Spec.Template.Spec.Affinity != nil {
 		t.Errorf("%s: suspend=%v labels=%v affinity=%+v, want the Job as submitted", what, got.Spec.Suspend, got.Labels, got.Spec.Template.Spec.Affinity)
 	}
 	if got.Annotations[hold.AnnotationShadow] != "true" {
@@ -118,7 +118,7 @@ func TestShadowPodAndUnscheduled(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	var got corev1.Pod
 	admitInto(t, w, workloadRequest(t, admissionv1.Create, pod, nil), &got)
-	if len(got.Spec.SchedulingGates) != 0 || got.Labels[hold.Label] != "" || got.Annotations[hold.AnnotationShadow] != "true" || got.Annotations[hold.AnnotationStart] == "" {
+	if len(got.Spec.SchedulingGates) != 0 || got.Labels[hold.Label] != hold.Shadow || got.Annotations[hold.AnnotationShadow] != "true" || got.Annotations[hold.AnnotationStart] == "" {
 		t.Errorf("shadow pod: gates %v labels %v annotations %v, want ungated, annotated", got.Spec.SchedulingGates, got.Labels, got.Annotations)
 	}
 	late := job("shadow", map[string]string{hold.AnnotationDeadline: now.Add(30 * time.Minute).Format(time.RFC3339)}, false)
@@ -143,8 +143,8 @@ func TestShadowPodAndUnscheduled(t *testing.T) {
 	}
 }
 
-// shadowed keeps only what annotates: a patch that holds loses its label,
-// suspension, gate and pinning.
+// shadowed keeps only what annotates and the label, shadow instead of
+// held: a patch that holds loses its suspension, gate and pinning.
 func TestShadowedKeepsAnnotationsOnly(t *testing.T) {
 	t.Parallel()
 	o := outcome{allowed: true, patch: []op{
@@ -158,9 +158,12 @@ func TestShadowedKeepsAnnotationsOnly(t *testing.T) {
 	for _, x := range got {
 		paths = append(paths, x.Path)
 	}
-	want := "/metadata/annotations /metadata/annotations/carbongate.io~1scheduling-zone /metadata/annotations/carbongate.io~1shadow"
+	want := "/metadata/labels /metadata/labels/carbongate.io~1hold /metadata/annotations /metadata/annotations/carbongate.io~1scheduling-zone /metadata/annotations/carbongate.io~1shadow"
 	if strings.Join(paths, " ") != want {
 		t.Fatalf("paths %q, want %q", paths, want)
+	}
+	if got[1].Value != hold.Shadow {
+		t.Errorf("label %v, want %s", got[1].Value, hold.Shadow)
 	}
 	if d := shadowed(deny(400, "bad")); d.allowed || d.code != 400 {
 		t.Fatalf("a denial in shadow: %+v, want it kept", d)

@@ -244,15 +244,19 @@ func (c *Controller) setup() error {
 }
 
 // watched selects the Jobs and Pods the controller caches: those held, and
-// with the ledger those released too.
+// with the ledger those released and those decided in shadow too.
 func watched(ledger bool) (labels.Selector, error) {
-	values := []string{hold.Held}
-	if ledger {
-		values = append(values, hold.Released)
-	}
-	req, err := labels.NewRequirement(hold.Label, selection.In, values)
+	req, err := labels.NewRequirement(hold.Label, selection.In, watchedValues(ledger))
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	return labels.NewSelector().Add(*req), nil
+}
+
+// watchedValues are the values of hold.Label watched selects.
+func watchedValues(ledger bool) []string {
+	if ledger {
+		return []string{hold.Held, hold.Released, hold.Shadow}
+	}
+	return []string{hold.Held}
 }

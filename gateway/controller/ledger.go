@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,7 @@ const (
 )
 
 // recorder records the realized saving of one kind of released workload
+// (or of a shadow decision: what enforcing it would have avoided)
 // (package models/ledger) once the hours of its run and of running it at
 // admission are observed: the signed record annotations (hold.Record), an
 // Event and the realized counters.
@@ -76,7 +78,7 @@ func (r *recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if obj.GetLabels()[hold.Label] != hold.Released || !obj.GetDeletionTimestamp().IsZero() {
+	if l := obj.GetLabels()[hold.Label]; (l != hold.Released && l != hold.Shadow) || !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil // held, or leaving: the delete event counts it
 	}
 	w, ok := r.credited(obj)
@@ -115,6 +117,10 @@ func (r *recorder) credited(obj client.Object) (ledger.Workload, bool) {
 	// The API's timestamps are wall times; decisions and observations are
 	// in the gateway's clock (a replay's differs).
 	w.AdmittedAt, w.Started, w.Ended = clock.At(r.clock, w.AdmittedAt), clock.At(r.clock, w.Started), clock.At(r.clock, w.Ended)
+	if w, err = hold.Shadowed(w, a); err != nil {
+		r.log.Warn("ledger: not accounted", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
+		return ledger.Workload{}, false
+	}
 	return w, true
 }
 
@@ -190,6 +196,9 @@ func recordEvent(e ledger.Entry) (reason, msg string) {
 		if e.HasPromise {
 			msg += fmt.Sprintf(" (the forecast promised %.1f g)", e.PromisedGrams)
 		}
+		if e.Mode == hold.ModeShadow {
+			msg = "in shadow, what holding it to its decision would have done: " + msg
+		}
 		return "Realized", msg
 	case ledger.NoPower:
 		return "RealizedNoPower", "ran, but declares no power (" + hold.AnnotationPowerWatts + "): no realized grams"
@@ -201,8 +210,7 @@ func recordEvent(e ledger.Entry) (reason, msg string) {
 // deleted counts a credited workload deleted before its account was
 // recorded: before it ran, or after. It never asks for a reconcile.
 func (r *recorder) deleted(ev event.DeleteEvent) bool {
-	l := ev.Object.GetLabels()[hold.Label]
-	if l != hold.Held && l != hold.Released {
+	if !slices.Contains(watchedValues(true), ev.Object.GetLabels()[hold.Label]) {
 		return false
 	}
 	w, ok := r.credited(ev.Object)

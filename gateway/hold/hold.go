@@ -39,11 +39,15 @@ const (
 
 // What the webhook writes and the controller reads.
 const (
-	// Label marks a workload carbongate holds (Held) or held (Released);
-	// the controller watches only objects carrying it.
+	// Label marks a workload carbongate holds (Held), held (Released) or
+	// decided in shadow mode (Shadow); the controller watches only objects
+	// carrying it.
 	Label    = "carbongate.io/hold"
 	Held     = "held"
 	Released = "released"
+	// Shadow marks a workload decided in shadow mode (ModeShadow): never
+	// held, watched only for the ledger.
+	Shadow = "shadow"
 	// Gate is the scheduling gate of a held Pod.
 	Gate = "carbongate.io/hold"
 

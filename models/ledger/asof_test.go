@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -47,5 +48,33 @@ func TestAsOf(t *testing.T) {
 	}
 	if v := data["A"].Values[3]; v != 200 {
 		t.Errorf("the data changed: hour 3 is %v", v)
+	}
+}
+
+// TestShadow: a shadow workload that ran at once is charged as if held to
+// its decided start; what it really emitted is the run-at-admission side.
+func TestShadow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ran := Workload{Zone: "A", Signal: "lifecycle", PowerWatts: 1000, AdmittedAt: at(0, 0), Started: at(0, 10), Ended: at(1, 10)}
+	s := Shadow(ran, at(3, 0))
+	if !s.AdmittedAt.Equal(at(0, 10)) || !s.Started.Equal(at(3, 0)) || !s.Ended.Equal(at(4, 0)) {
+		t.Fatalf("shadow %+v, want admitted 00:10, run 03:00–04:00", s)
+	}
+	e, err := Account(ctx, obs(), s)
+	if err != nil || e.Status != Realized {
+		t.Fatalf("%+v %v", e, err)
+	}
+	// Really ran 00:10–01:10: 500×5/6 + 400×1/6 = 483.33 g; held to
+	// 03:00–04:00 it would have emitted 200 g.
+	if math.Abs(*e.BaselineGrams-483.333) > 0.01 || *e.RealizedGrams != 200 {
+		t.Errorf("run at once %v g, held %v g; want 483.33, 200", *e.BaselineGrams, *e.RealizedGrams)
+	}
+	running := Workload{Started: at(0, 10)}
+	if got := Shadow(running, at(3, 0)); !got.Ended.IsZero() {
+		t.Errorf("running: ended %v, want still running", got.Ended)
+	}
+	if got := Shadow(Workload{Deleted: true}, at(3, 0)); !got.Deleted || !got.Started.IsZero() {
+		t.Errorf("not started: %+v, want as it was", got)
 	}
 }

@@ -43,6 +43,9 @@ type Workload struct {
 	HasPromise    bool
 	// Deleted is set for a workload deleted before it ran.
 	Deleted bool
+	// Mode is the mode it was decided in (enforce; shadow: see Shadow),
+	// kept apart in Totals.
+	Mode string
 }
 
 // Status is where a workload's account stands.

@@ -15,6 +15,7 @@ type Total struct {
 	Namespace  string        `json:"namespace"`
 	Zone       forecast.Zone `json:"zone"`
 	Accounting string        `json:"accounting"`
+	Mode       string        `json:"mode"`
 	Workloads  int           `json:"workloads"`
 	// Counts by status.
 	Realized int `json:"realized"`
@@ -30,27 +31,29 @@ type Total struct {
 	AvoidedGrams     float64 `json:"realized_avoided_g"`
 }
 
-// Totals sums entries per namespace and zone, in that order.
+// Totals sums entries per namespace, zone, accounting and mode, in that
+// order.
 func Totals(entries []Entry) []Total {
 	type key struct {
 		ns   string
 		zone forecast.Zone
 		acc  string
+		mode string
 	}
 	idx := map[key]int{}
 	var out []Total
 	for _, e := range entries {
-		k := key{e.Namespace, e.Zone, e.Accounting}
+		k := key{e.Namespace, e.Zone, e.Accounting, e.Mode}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			out = append(out, Total{Namespace: e.Namespace, Zone: e.Zone, Accounting: e.Accounting})
+			out = append(out, Total{Namespace: e.Namespace, Zone: e.Zone, Accounting: e.Accounting, Mode: e.Mode})
 		}
 		add(&out[i], e)
 	}
 	slices.SortFunc(out, func(a, b Total) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Accounting, b.Accounting))
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Accounting, b.Accounting), cmp.Compare(a.Mode, b.Mode))
 	})
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/dataset"
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/gateway/hold"
 	"github.com/carbongate/carbongate/models/history"
@@ -27,18 +29,14 @@ import (
 // actual run, against running at admission, the figures the Event states
 // recomputed here by the same library, and the realized counters. A record
 // forged on a Pod the webhook never sees is not trusted: the controller
-// writes its own. A held Pod deleted before it ran is counted apart.
+// writes its own. A held Pod deleted before it ran is counted apart. A
+// shadow decision gets the record of what enforcing it would have done.
 func (e *ctlEnv) testLedger(t *testing.T, g *gate) {
 	ctx := context.Background()
 	ns := "ledger"
 	e.c.namespace(t, ns, map[string]string{labelMode: ctlMode, hold.NamespaceLabel: hold.NamespaceEnabled})
 	pods := e.c.kube.CoreV1().Pods(ns)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "render", Annotations: map[string]string{
-		hold.AnnotationDeadline: g.now(t).Add(4 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "1000"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "busybox"}}}}
-	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createSeen(t, ns, kilowattPod("render", g.now(t).Add(4*time.Hour)), hold.Held)
 	released(t, 30*time.Second, "pod", func() (metav1.Object, error) { return pods.Get(ctx, "render", metav1.GetOptions{}) })
 	e.run(t, ns, "render", 2*time.Second) // two hours of the replay
 
@@ -87,6 +85,8 @@ func (e *ctlEnv) testLedger(t *testing.T, g *gate) {
 		t.Errorf("%s=%v, want %v", name, c, math.Abs(got[2]))
 	}
 
+	e.testLedgerShadow(t, g, tables)
+
 	// Forged where the webhook does not look: recomputed and signed.
 	other := "ledger-unwatched"
 	e.c.namespace(t, other, nil)
@@ -110,8 +110,9 @@ func (e *ctlEnv) testLedger(t *testing.T, g *gate) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "deleted counted", func() error {
-		if c := g.metric(t, `carbongate_realized_workloads_total{mode="enforce",status="deleted",workload_namespace="ledger-unwatched"}`); c != 1 {
-			return fmt.Errorf("deleted counter %v, want 1", c)
+		const series = `carbongate_realized_workloads_total{mode="enforce",status="deleted",workload_namespace="ledger-unwatched"}`
+		if !strings.Contains(string(g.get(t, "/metrics")), "\n"+series+" 1\n") {
+			return fmt.Errorf("no %s 1", series)
 		}
 		return nil
 	})
@@ -210,4 +211,69 @@ func mustTime(t *testing.T, s string) time.Time {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// testLedgerShadow: a Pod of a shadow namespace runs as submitted; once
+// run, the controller records what holding it to its decision would have
+// avoided: its decided window against when it really ran, counted under
+// mode shadow.
+func (e *ctlEnv) testLedgerShadow(t *testing.T, g *gate, tables map[forecast.Zone]*dataset.Table) {
+	ctx := context.Background()
+	ns := "ledger-shadow"
+	e.c.namespace(t, ns, map[string]string{labelMode: ctlMode, hold.NamespaceModeLabel: hold.ModeShadow})
+	created := e.createSeen(t, ns, kilowattPod("try", g.now(t).Add(6*time.Hour)), hold.Shadow)
+	d, err := hold.Parse(created.Annotations)
+	if err != nil || len(created.Spec.SchedulingGates) != 0 {
+		t.Fatalf("shadow pod: %v, gates %v", err, created.Spec.SchedulingGates)
+	}
+	e.run(t, ns, "try", time.Second)
+	a := e.recorded(t, ns, "try", "Pod")
+	got := gramsOf(t, a)
+	msg := e.eventMessage(t, ns, "try", "Realized")
+	m := regexp.MustCompile(`^in shadow, .*ran (\S+)–(\S+) in (\S+): .* running at admission \((\S+)\)`).FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("event %q does not state the windows of a shadow decision", msg)
+	}
+	if start := mustTime(t, m[1]); !start.Equal(d.ReleaseAt()) {
+		t.Errorf("charged from %v, want the decided release %v", start, d.ReleaseAt())
+	}
+	w := ledger.Workload{Zone: forecast.Zone(m[3]), Signal: forecast.SignalLifecycle, PowerWatts: 1000,
+		Started: mustTime(t, m[1]), Ended: mustTime(t, m[2]), AdmittedAt: mustTime(t, m[4])}
+	want, err := ledger.Account(ctx, history.New(tables), w)
+	if err != nil || want.Status != ledger.Realized || math.Abs(*want.AvoidedGrams-got[2]) > 0.6 {
+		t.Errorf("recorded %v, recomputed %+v %v", got, want, err)
+	}
+	if c := g.metric(t, `carbongate_realized_workloads_total{mode="shadow",status="realized",workload_namespace="ledger-shadow"}`); c != 1 {
+		t.Errorf("shadow realized workloads %v, want 1", c)
+	}
+}
+
+// kilowattPod is a 1 kW Pod of an hour due by deadline.
+func kilowattPod(name string, deadline time.Time) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+		hold.AnnotationDeadline: deadline.Format(time.RFC3339), hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "1000"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "busybox"}}}}
+}
+
+// createSeen creates p in ns once the webhook's namespace cache knows ns
+// (dry runs until one comes back labelled label) and returns it.
+func (e *ctlEnv) createSeen(t *testing.T, ns string, p *corev1.Pod, label string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pods := e.c.kube.CoreV1().Pods(ns)
+	eventually(t, 10*time.Second, "namespace "+ns+" seen by the webhook", func() error {
+		out, err := pods.Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if out.Labels[hold.Label] != label {
+			return fmt.Errorf("labels %v", out.Labels)
+		}
+		return nil
+	})
+	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
 }

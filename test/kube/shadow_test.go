@@ -17,7 +17,7 @@ import (
 )
 
 // testShadow: a Job of a namespace labelled carbongate.io/mode=shadow (and
-// nothing else) is admitted unsuspended, unlabelled and unpinned with the
+// nothing else) is admitted unsuspended, unpinned, labelled shadow with the
 // decision annotations and the shadow marker, counted as a shadow
 // decision; the controller leaves it alone past its decided start.
 func (e *ctlEnv) testShadow(t *testing.T, g *gate) {
@@ -43,7 +43,7 @@ func (e *ctlEnv) testShadow(t *testing.T, g *gate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (j.Spec.Suspend != nil && *j.Spec.Suspend) || j.Labels[hold.Label] != "" || j.Spec.Template.Spec.Affinity != nil {
+	if (j.Spec.Suspend != nil && *j.Spec.Suspend) || j.Labels[hold.Label] != hold.Shadow || j.Spec.Template.Spec.Affinity != nil {
 		t.Fatalf("created: suspend=%v labels=%v affinity=%+v, want the Job as submitted", j.Spec.Suspend, j.Labels, j.Spec.Template.Spec.Affinity)
 	}
 	d, err := hold.Parse(j.Annotations)
@@ -74,7 +74,7 @@ func (e *ctlEnv) testShadow(t *testing.T, g *gate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Labels[hold.Label] != "" || j.Annotations[hold.AnnotationReleasedAt] != "" || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
+	if j.Labels[hold.Label] != hold.Shadow || j.Annotations[hold.AnnotationReleasedAt] != "" || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
 		t.Errorf("after its decided start: labels %v annotations %v suspend %v, want the controller to leave it alone", j.Labels, j.Annotations, j.Spec.Suspend)
 	}
 	evs, err := e.c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=train"})
