@@ -149,3 +149,42 @@ func TestReportUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestReportShadow: a Job decided in shadow ran as submitted (00:00–02:00);
+// the report charges what holding it to its decided start (10:00) would
+// have avoided, in its own mode's totals.
+func TestReportShadow(t *testing.T) {
+	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	m := held("team", "try", "DE", t0, map[string]string{hold.AnnotationShadow: "true",
+		hold.AnnotationStart: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationReleaseBy: t0.Add(20 * time.Hour).Format(time.RFC3339)})
+	m.Labels[hold.Label] = hold.Shadow
+	shadow := &batchv1.Job{ObjectMeta: m, Status: batchv1.JobStatus{StartTime: tp(t0), CompletionTime: tp(t0.Add(2 * time.Hour))}}
+	done := reportObjects(t0)[0]
+	cs := fake.NewSimpleClientset(shadow, done)
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return cs, nil }}
+	var out, errOut bytes.Buffer
+	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	var doc struct {
+		Workloads []map[string]any `json:"workloads"`
+		Totals    []map[string]any `json:"totals"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, w := range doc.Workloads {
+		byName[w["name"].(string)] = w
+	}
+	try, enforced := byName["try"], byName["done"]
+	// done really ran 10:00–12:00 against admission at 00:00: the same
+	// windows as try held to 10:00, so the same grams.
+	if try["mode"] != "shadow" || try["status"] != "realized" || enforced["mode"] != "enforce" ||
+		!near(try["realized_avoided_g"], enforced["realized_avoided_g"].(float64)) || !near(try["realized_g"], enforced["realized_g"].(float64)) {
+		t.Errorf("shadow %v, want the figures of enforced %v", try, enforced)
+	}
+	if len(doc.Totals) != 2 || doc.Totals[0]["mode"] != "enforce" || doc.Totals[1]["mode"] != "shadow" {
+		t.Errorf("totals %v, want one per mode", doc.Totals)
+	}
+}
