@@ -180,7 +180,7 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 }
 
 // MaxPowerWatts bounds hold.AnnotationPowerWatts: a rack's worth.
-const MaxPowerWatts = 100_000
+const MaxPowerWatts = hold.MaxPowerWatts
 
 // powerOf reads the workload's declared power (0 when absent), or a
 // message naming the annotation.

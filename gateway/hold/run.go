@@ -13,7 +13,8 @@ import (
 	"github.com/carbongate/carbongate/models/ledger"
 )
 
-// MaxPowerWatts bounds AnnotationPowerWatts as the ledger reads it.
+// MaxPowerWatts bounds AnnotationPowerWatts (a rack's worth): the webhook
+// refuses more, and the ledger does not read more.
 const MaxPowerWatts = 100_000
 
 // JobWorkload is a held (or released) Job as the ledger sees it: see
