@@ -538,7 +538,10 @@ func (e *ctlEnv) testFailover(t *testing.T, g *gate) {
 	ctx := context.Background()
 	ns := "failover"
 	e.c.namespace(t, ns, nil)
-	standby := e.start(t, "--admission")
+	// Each process replays from its --replay-start: the standby starts
+	// where g's clock is now (later flags win), so that g's decision falls
+	// hours, not the suite's duration × replaySpeed, ahead of the standby's.
+	standby := e.start(t, "--admission", "--replay-start", g.now(t).Format(time.RFC3339))
 	lease := func() string {
 		l, err := e.c.kube.CoordinationV1().Leases(leaseNS).Get(ctx, "carbongate-controller", metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
