@@ -21,7 +21,8 @@ const AnnotationSignature = "carbongate.io/decision-signature"
 // back as they were (see gateway/admission), so that nothing downstream
 // trusts a value a user wrote. The controller's release stamp
 // (AnnotationReleasedAt, AnnotationReleaseReason) and Label are outputs
-// too, changed only by a release.
+// too, changed only by a release; so is the ledger record (Record),
+// changed only to one the controller signed (VerifyRecord).
 var Outputs = []string{
 	AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy,
 	AnnotationSavingsPct, AnnotationAvoidedGrams, AnnotationSignature,
