@@ -64,6 +64,8 @@ func controllerFlags(fs *flag.FlagSet, c *runtime.Controller) {
 	}
 	fs.StringVar(&c.VMKinds, "vm-kinds", c.VMKinds, "the only kinds each provider's VmTemplate template (ConfigMap carbongate-vm-<provider>) may render, as provider=group/Kind,…; grant the controller create and get on exactly these")
 	fs.StringVar(&c.HoldMode, "hold-mode", hold.ModeEnforce, "how the webhook treats opted-in Jobs and Pods of namespaces without the label "+hold.NamespaceModeLabel+": enforce (hold them) or shadow (decide and annotate them, marked "+hold.AnnotationShadow+", but let them run as submitted)")
+	fs.BoolVar(&c.Redecide, "redecide", true, "re-ask the gateway once per forecast hour while a Job or Pod is held, and move its start (same zone, never past its release-by) when a newer forecast finds a better one")
+	fs.Float64Var(&c.RedecideGain, "redecide-gain", controller.DefaultRedecideGain, "least share of the held start's forecast emissions a new start must save to move a hold (0 < gain < 1)")
 	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
 }
 

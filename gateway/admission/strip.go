@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,8 @@ import (
 // that a release (the label going from held to released on an object no
 // longer suspended or gated: the controller's patch, or someone letting
 // the workload run) keeps its new label and stamp, and an update whose
-// ledger record (hold.Record) verifies as the controller's keeps it. A user
+// ledger record (hold.Record) verifies as the controller's keeps it, as
+// does one whose held decision, moved by the controller, verifies. A user
 // therefore cannot forge a credit or a realized saving, move a held
 // workload's time, or relabel it released while it stays suspended. The controller does not rely on this alone:
 // it verifies each decision's signature (hold.Signer), for the objects
@@ -63,6 +65,9 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 	}
 	recorded := req.Operation == admissionv1.Update && signer != nil &&
 		signer.VerifyRecord(hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
+	// The controller moved a hold to a newer forecast's start, re-signed.
+	redecided := req.Operation == admissionv1.Update && signer != nil && old.Labels[hold.Label] == hold.Held && meta.Labels[hold.Label] == hold.Held &&
+		signer.Verify(hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: meta.Name, GenerateName: meta.GenerateName}, meta.Annotations) == nil
 	if same(meta.Labels, old.Labels, []string{hold.Label}) && same(meta.Annotations, old.Annotations, hold.Outputs) &&
 		same(meta.Annotations, old.Annotations, hold.ReleaseStamp) && (recorded || same(meta.Annotations, old.Annotations, hold.Record)) {
 		return nil, req.Object.Raw, ""
@@ -83,7 +88,9 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 		}
 	}
 	for _, k := range hold.Outputs {
-		s.set("annotations", k, old.Annotations)
+		if !redecided || !slices.Contains(hold.SignedDecision, k) {
+			s.set("annotations", k, old.Annotations)
+		}
 	}
 	if !recorded {
 		for _, k := range hold.Record {

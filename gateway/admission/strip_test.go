@@ -201,6 +201,36 @@ func TestUpdateKeepsOnlyTheControllersRecord(t *testing.T) {
 	}
 }
 
+// TestUpdateKeepsTheControllersMove: a held Job whose start the controller
+// moved to a newer forecast's, re-signed, keeps it; the same move unsigned,
+// or signed for another Job, is put back.
+func TestUpdateKeepsTheControllersMove(t *testing.T) {
+	t.Parallel()
+	w := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL"}}, fakeCluster{regions: []string{"westeurope"}, ns: optedIn()}, "")
+	held := heldJob(t, w)
+	moved := func(name string) *batchv1.Job {
+		j := held.DeepCopy()
+		j.Annotations[hold.AnnotationStart] = "2021-06-01T07:00:00Z"
+		j.Annotations[hold.AnnotationSignature] = testSigner.Sign(hold.Subject{Kind: "job", Namespace: "batch", Name: name}, j.Annotations)
+		return j
+	}
+	for _, tc := range []struct {
+		name, signedFor, want string
+	}{
+		{"signed by the controller", "train", "2021-06-01T07:00:00Z"},
+		{"signed for another Job", "other", held.Annotations[hold.AnnotationStart]},
+	} {
+		var got batchv1.Job
+		admitInto(t, w, workloadRequest(t, admissionv1.Update, moved(tc.signedFor), held), &got)
+		if got.Annotations[hold.AnnotationStart] != tc.want {
+			t.Errorf("%s: start %q, want %q", tc.name, got.Annotations[hold.AnnotationStart], tc.want)
+		}
+		if err := testSigner.Verify(hold.Subject{Kind: "Job", Namespace: "batch", Name: "train"}, got.Annotations); err != nil {
+			t.Errorf("%s: the decision kept does not verify: %v", tc.name, err)
+		}
+	}
+}
+
 // TestPodReleaseNeedsTheGate: a Pod relabelled released keeps its label
 // held while it still carries the gate.
 func TestPodReleaseNeedsTheGate(t *testing.T) {

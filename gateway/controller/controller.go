@@ -100,6 +100,12 @@ type Config struct {
 	// LedgerRetry and LedgerHorizon: see DefaultLedgerRetry and
 	// DefaultLedgerHorizon (their defaults), in the gateway's clock.
 	LedgerRetry, LedgerHorizon time.Duration
+	// Rescheduler, when set, re-decides held Jobs and Pods once per
+	// forecast hour until their release (redecide.go); RedecideGain is the
+	// share a new start must save to move a hold (default
+	// DefaultRedecideGain).
+	Rescheduler  Rescheduler
+	RedecideGain float64
 }
 
 // Controller is a started-on-demand controller manager.
@@ -219,6 +225,9 @@ func (c *Controller) setup() error {
 		nodes: c.mgr.GetCache()}
 	for _, r := range []*releaser{jobReleaser(), podReleaser()} {
 		r.deps = d
+		if c.cfg.Rescheduler != nil {
+			r.redecider = &redecider{sched: c.cfg.Rescheduler, gain: cmp.Or(c.cfg.RedecideGain, DefaultRedecideGain), timeout: redecideTimeout, asked: map[string]time.Time{}}
+		}
 		if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).For(r.newObj()).
 			WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
 			return fmt.Errorf("controller: %s: %w", r.kind, err)

@@ -23,6 +23,9 @@ type metrics struct {
 	realizedAvoided, realizedAdded, realizedPromised *prometheus.CounterVec
 	ledgerWorkloads                                  *prometheus.CounterVec
 
+	// Re-decisions (redecide.go).
+	redecisions, redecisionGain *prometheus.CounterVec
+
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // kind → keys of the workloads held
 }
@@ -66,6 +69,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_realized_workloads_total",
 			Help: "Held workloads whose ledger account is closed, by workload_namespace, mode and status: realized, partial (some hours never observed), no-power (declares none), deleted (before it ran), gone (deleted after it ran, before its hours were observed).",
 		}, []string{"workload_namespace", "mode", "status"}),
+		redecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_controller_redecisions_total",
+			Help: "Held workloads re-decided on a newer forecast, by kind and outcome (moved: the hold's start changed; kept: no start beat it by the threshold; failed: the gateway or the patch failed).",
+		}, []string{"kind", "outcome"}),
+		redecisionGain: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_controller_redecision_gain_grams_total",
+			Help: "gCO2eq the moves of held workloads are estimated to save under the newer forecast (its held start minus its new start, workloads that declare carbongate.io/power-watts), by workload_namespace.",
+		}, []string{"workload_namespace"}),
 		held: map[string]map[string]struct{}{},
 	}
 	for _, kind := range []string{"job", "pod"} { // exported from 0, for increase() and the alert
@@ -77,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Workloads this replica waits to release (all kinds; only the leader holds any).",
 		}, func() float64 { return float64(m.count()) })
 		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, m.unplaceable, held,
-			m.realizedAvoided, m.realizedAdded, m.realizedPromised, m.ledgerWorkloads)
+			m.realizedAvoided, m.realizedAdded, m.realizedPromised, m.ledgerWorkloads, m.redecisions, m.redecisionGain)
 	}
 	return m
 }

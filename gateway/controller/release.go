@@ -32,6 +32,7 @@ type releaser struct {
 	spec func(client.Object) *corev1.PodSpec
 
 	deps
+	redecider *redecider // nil: a decision stands until its time
 }
 
 // deps are what the workload reconcilers (releaser, recorder) act with.
@@ -102,7 +103,17 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			r.events.Eventf(obj, corev1.EventTypeNormal, "Held", "held until %s (%s), then runs in %s",
 				at.Format(time.RFC3339), d.Reason(), cmp.Or(d.Region, "the cluster"))
 		}
-		return ctrl.Result{RequeueAfter: clock.Wall(r.clock, at.Sub(now))}, nil
+		next := at
+		if r.redecider != nil {
+			if r.redecider.due(req.String(), now) {
+				d = r.redecide(ctx, obj, d, now)
+				at = d.ReleaseAt()
+			}
+			next = nextAsk(now, at)
+		}
+		if now.Before(at) {
+			return ctrl.Result{RequeueAfter: clock.Wall(r.clock, next.Sub(now))}, nil
+		}
 	}
 	return ctrl.Result{}, r.releaseNow(ctx, obj, d.Reason(), now, at)
 }
@@ -144,6 +155,9 @@ func (r *releaser) finish(ctx context.Context, obj client.Object, reason string,
 		return ignoreGone(err)
 	}
 	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
+	if r.redecider != nil {
+		r.redecider.forget(client.ObjectKeyFromObject(obj).String())
+	}
 	if !release {
 		r.metrics.released(r.kind, reason, 0)
 		r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released by someone else before its time; no longer held")

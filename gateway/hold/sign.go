@@ -42,6 +42,12 @@ const (
 // signed are the annotations a signature covers, in order.
 var signed = []string{AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy, AnnotationSavingsPct, AnnotationAvoidedGrams}
 
+// SignedDecision are the annotations of a signed decision: those the
+// signature covers and the signature. The controller re-signs them when it
+// moves a hold (a newer forecast); the webhook keeps an update's only when
+// they verify.
+var SignedDecision = append(append([]string(nil), signed...), AnnotationSignature)
+
 // MinKeyBytes is the shortest decision key NewSigner accepts.
 const MinKeyBytes = 32
 

@@ -41,6 +41,8 @@ type Controller struct {
 	Burst           int           // --kube-burst
 	DecisionKey     string        // --decision-key-file
 	VMKinds         string        // --vm-kinds
+	Redecide        bool          // --redecide
+	RedecideGain    float64       // --redecide-gain
 }
 
 // controllerPart is the Controller of a running carbongate.
@@ -70,6 +72,8 @@ func (c *Controller) check() error {
 		return fmt.Errorf("--kube-qps must be positive and --kube-burst at least 1, got %v and %d", c.QPS, c.Burst)
 	case c.HoldDuration <= 0 || c.HoldMaxDelay < 0:
 		return fmt.Errorf("--hold-duration must be positive and --hold-max-delay not negative, got %v and %v", c.HoldDuration, c.HoldMaxDelay)
+	case !(c.RedecideGain > 0 && c.RedecideGain < 1):
+		return fmt.Errorf("--redecide-gain must be between 0 and 1 (exclusive), got %v", c.RedecideGain)
 	case c.HoldMode != hold.ModeEnforce && c.HoldMode != hold.ModeShadow:
 		return fmt.Errorf("--hold-mode must be %s or %s, got %q", hold.ModeEnforce, hold.ModeShadow, c.HoldMode)
 	}
@@ -95,11 +99,16 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 	if err != nil {
 		return fmt.Errorf("--vm-kinds: %w", err)
 	}
+	var resched controller.Rescheduler
+	if c.Redecide {
+		resched = m.gw.Service
+	}
 	c.ctl, err = controller.New(controller.Config{
-		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace,
+		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace, Rescheduler: resched,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
 		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds, Observed: obs,
+		RedecideGain: c.RedecideGain,
 	})
 	return err
 }

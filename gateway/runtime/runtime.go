@@ -41,6 +41,7 @@ import (
 	"github.com/carbongate/carbongate/forecast/dataset/bundled"
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/controller"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/gateway/route"
@@ -117,6 +118,7 @@ func DefaultParams() Params {
 		AccessLog:       true,
 		Options:         wiring.DefaultOptions(),
 		ReplaySpeed:     1,
+		Controller:      Controller{Redecide: true, RedecideGain: controller.DefaultRedecideGain},
 	}
 }
 

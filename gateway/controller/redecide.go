@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// DefaultRedecideGain is the least share of its forecast emissions a new
+// start must save over the held one for the controller to move a hold.
+const DefaultRedecideGain = 0.05
+
+// redecideTimeout bounds each question to the gateway.
+const redecideTimeout = 5 * time.Second
+
+// Rescheduler answers scheduling requests: the gateway's service.
+type Rescheduler interface {
+	Schedule(ctx context.Context, req gateway.Request) (gateway.Decision, error)
+}
+
+var _ Rescheduler = (*gateway.Service)(nil)
+
+// redecider re-asks the gateway, once per forecast hour while a workload
+// is held, for the best start in its decided zone before its deadline
+// guard, and moves the hold when the new start's forecast beats the held
+// one's (under the same, newer forecast) by more than gain. Time only: the
+// zone, and so the pods' pinning, stays.
+type redecider struct {
+	sched   Rescheduler
+	gain    float64
+	timeout time.Duration
+
+	mu    sync.Mutex
+	asked map[string]time.Time // key → forecast hour last asked
+}
+
+// due reports whether key has not been asked in now's hour; a workload
+// seen first is not (its decision was made with this hour's forecast).
+func (d *redecider) due(key string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := forecast.HourFloor(now)
+	last, seen := d.asked[key]
+	d.asked[key] = h
+	return seen && h.After(last)
+}
+
+func (d *redecider) forget(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.asked, key)
+}
+
+// nextAsk is when to look again at a workload held until at: the next
+// forecast hour, or at, whichever is first.
+func nextAsk(now, at time.Time) time.Time {
+	if h := forecast.HourFloor(now).Add(forecast.Hour); h.Before(at) {
+		return h
+	}
+	return at
+}
+
+// better reports whether best should replace the held window cur: another
+// start, not past releaseBy, whose forecast mean is lower by more than
+// gain of cur's. It returns the share saved.
+func better(cur, best forecast.Window, releaseBy time.Time, gain float64) (float64, bool) {
+	if best.Start.Equal(cur.Start) || best.Start.After(releaseBy) || !(cur.Mean > 0) {
+		return 0, false
+	}
+	share := (cur.Mean - best.Mean) / cur.Mean
+	return share, share > gain
+}
+
+// window asks for the best window of zone for dur within [from, to).
+func (d *redecider) window(ctx context.Context, zone string, dur time.Duration, from, to time.Time) (forecast.Window, error) {
+	text := gateway.RequestText{Zones: []string{zone}, Duration: new(dur.String()),
+		EarliestStart: new(from.UTC().Format(time.RFC3339)), Deadline: new(to.UTC().Format(time.RFC3339))}
+	req, err := gateway.ParseRequest(text)
+	if err != nil {
+		return forecast.Window{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	dec, err := d.sched.Schedule(ctx, req)
+	if err != nil {
+		return forecast.Window{}, err
+	}
+	p := dec.Decision
+	return forecast.Window{Zone: p.Zone, Start: p.Start, End: p.End, Mean: p.Mean}, nil
+}
+
+// decidedDuration is the run time of obj's decision: its provenance's
+// window.
+func decidedDuration(a map[string]string) (time.Duration, error) {
+	var p struct{ Start, End time.Time }
+	if err := json.Unmarshal([]byte(a[admission.AnnotationProvenance]), &p); err != nil || !p.End.After(p.Start) {
+		return 0, fmt.Errorf("annotation %s has no decided window", admission.AnnotationProvenance)
+	}
+	return p.End.Sub(p.Start), nil
+}
+
+// redecide re-asks for obj held under d at now and moves it when better;
+// it returns the decision in force.
+func (r *releaser) redecide(ctx context.Context, obj client.Object, d hold.Decision, now time.Time) hold.Decision {
+	a := obj.GetAnnotations()
+	dur, err := decidedDuration(a)
+	if err != nil || d.Zone == "" {
+		return d
+	}
+	best, err := r.redecider.window(ctx, d.Zone, dur, now, d.ReleaseBy.Add(dur))
+	if err == nil {
+		var cur forecast.Window
+		if cur, err = r.redecider.window(ctx, d.Zone, dur, d.Start, d.Start.Add(dur)); err == nil {
+			return r.move(ctx, obj, d, cur, best, dur)
+		}
+	}
+	r.metrics.redecisions.WithLabelValues(r.kind, "failed").Inc()
+	r.log.Warn("redecide: asking the gateway", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
+	return d
+}
+
+// move moves obj's hold from cur to best when better, re-signing the
+// decision, and counts it.
+func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision, cur, best forecast.Window, dur time.Duration) hold.Decision {
+	share, ok := better(cur, best, d.ReleaseBy, r.redecider.gain)
+	if !ok {
+		r.metrics.redecisions.WithLabelValues(r.kind, "kept").Inc()
+		return d
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	nd := d
+	nd.Start = best.Start.UTC().Truncate(time.Second)
+	a := obj.GetAnnotations()
+	for k, v := range nd.Annotations() {
+		a[k] = v
+	}
+	a[hold.AnnotationSignature] = r.signer.Sign(hold.Subject{Kind: r.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
+	obj.SetAnnotations(a)
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		r.metrics.redecisions.WithLabelValues(r.kind, "failed").Inc()
+		r.log.Warn("redecide: moving the hold", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
+		return d
+	}
+	r.metrics.redecisions.WithLabelValues(r.kind, "moved").Inc()
+	if w, err := strconv.ParseFloat(a[hold.AnnotationPowerWatts], 64); err == nil && w > 0 && w <= hold.MaxPowerWatts {
+		r.metrics.redecisionGain.WithLabelValues(obj.GetNamespace()).Add(w / 1000 * dur.Hours() * (cur.Mean - best.Mean))
+	}
+	r.events.Eventf(obj, corev1.EventTypeNormal, "Redecided", "moved from %s to %s: the newer forecast puts it %.0f%% lower (%.1f → %.1f gCO2eq/kWh)",
+		d.Start.Format(time.RFC3339), nd.Start.Format(time.RFC3339), 100*share, cur.Mean, best.Mean)
+	r.log.Info("redecided", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "from", d.Start, "to", nd.Start, "gain", share)
+	return nd
+}
