@@ -20,7 +20,8 @@ import (
 // the rules of deploy/controller/rbac.yaml (which the Kubernetes tests run
 // the controller with) — with controller.vmKinds' rules in place of the
 // default VM kinds' — bound to the chart's ServiceAccount, and the
-// controller's flags (controller.holdMode as --hold-mode); disabled, none
+// controller's flags (controller.holdMode as --hold-mode, redecide and
+// redecideGain as --redecide and --redecide-gain); disabled, none
 // of it.
 func TestControllerRBACMatchesDeploy(t *testing.T) {
 	t.Parallel()
@@ -69,6 +70,13 @@ func TestControllerRBACMatchesDeploy(t *testing.T) {
 	args := got.Deployments[0].Spec.Template.Spec.Containers[0].Args
 	if !slices.Contains(args, "--controller") || !slices.Contains(args, "--controller-namespace=carbon") || !slices.Contains(args, "--hold-mode=enforce") {
 		t.Errorf("args %v, want --controller with the Lease in the release namespace, holding by default", args)
+	}
+	if !slices.Contains(args, "--redecide=true") || !slices.Contains(args, "--redecide-gain=0.05") {
+		t.Errorf("args %v, want re-deciding with a 5 %% gain by default", args)
+	}
+	off1 := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true, redecide: false, redecideGain: 0.2}"))
+	if args := off1.Deployments[0].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--redecide=false") || !slices.Contains(args, "--redecide-gain=0.2") {
+		t.Errorf("controller.redecide false, redecideGain 0.2: args %v", args)
 	}
 	shadow := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true, holdMode: shadow}"))
 	if args := shadow.Deployments[0].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--hold-mode=shadow") {
