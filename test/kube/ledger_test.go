@@ -109,8 +109,33 @@ func (e *ctlEnv) testLedger(t *testing.T, g *gate) {
 	if err := e.c.kube.CoreV1().Pods(other).Delete(ctx, "dropped", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "deleted counted", func() error {
-		const series = `carbongate_realized_workloads_total{mode="enforce",status="deleted",workload_namespace="ledger-unwatched"}`
+	e.countedOnce(t, g, "deleted")
+
+	// Released, started, deleted while it runs: no record, counted gone.
+	e.heldPod(t, other, "cut", hold.Decision{Zone: "SE", Start: now.Add(time.Hour), ReleaseBy: now.Add(10 * time.Hour)}, map[string]string{hold.AnnotationPowerWatts: "1000"})
+	released(t, 30*time.Second, "cut pod", func() (metav1.Object, error) {
+		return e.c.kube.CoreV1().Pods(other).Get(ctx, "cut", metav1.GetOptions{})
+	})
+	p, err := e.c.kube.CoreV1().Pods(other).Get(ctx, "cut", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: new(metav1.Now())}
+	if _, err := e.c.kube.CoreV1().Pods(other).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.kube.CoreV1().Pods(other).Delete(ctx, "cut", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	e.countedOnce(t, g, "gone")
+}
+
+// countedOnce waits for carbongate_realized_workloads_total of status in
+// namespace ledger-unwatched to read 1.
+func (e *ctlEnv) countedOnce(t *testing.T, g *gate, status string) {
+	t.Helper()
+	series := fmt.Sprintf(`carbongate_realized_workloads_total{mode="enforce",status=%q,workload_namespace="ledger-unwatched"}`, status)
+	eventually(t, 10*time.Second, status+" counted", func() error {
 		if !strings.Contains(string(g.get(t, "/metrics")), "\n"+series+" 1\n") {
 			return fmt.Errorf("no %s 1", series)
 		}
