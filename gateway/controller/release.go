@@ -79,13 +79,13 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	obj := r.newObj()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) { // released (left the cache) or deleted
-			r.metrics.forget(r.kind, req.String())
+			r.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if obj.GetLabels()[hold.Label] != hold.Held || !obj.GetDeletionTimestamp().IsZero() {
-		r.metrics.forget(r.kind, req.String())
+		r.forget(req.String())
 		return ctrl.Result{}, nil
 	}
 	now := r.clock.Now()
@@ -116,6 +116,14 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 	}
 	return ctrl.Result{}, r.releaseNow(ctx, obj, d.Reason(), now, at)
+}
+
+// forget drops what is kept in memory of a workload no longer held.
+func (r *releaser) forget(key string) {
+	r.metrics.forget(r.kind, key)
+	if r.redecider != nil {
+		r.redecider.forget(key)
+	}
 }
 
 // decision reads obj's decision and checks that the webhook signed it.
@@ -154,10 +162,7 @@ func (r *releaser) finish(ctx context.Context, obj client.Object, reason string,
 	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ignoreGone(err)
 	}
-	r.metrics.forget(r.kind, client.ObjectKeyFromObject(obj).String())
-	if r.redecider != nil {
-		r.redecider.forget(client.ObjectKeyFromObject(obj).String())
-	}
+	r.forget(client.ObjectKeyFromObject(obj).String())
 	if !release {
 		r.metrics.released(r.kind, reason, 0)
 		r.events.Eventf(obj, corev1.EventTypeNormal, "Released", "released by someone else before its time; no longer held")
