@@ -13,7 +13,6 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
 
@@ -104,8 +103,8 @@ func (d *redecider) window(ctx context.Context, zone string, dur time.Duration, 
 // window.
 func decidedDuration(a map[string]string) (time.Duration, error) {
 	var p struct{ Start, End time.Time }
-	if err := json.Unmarshal([]byte(a[admission.AnnotationProvenance]), &p); err != nil || !p.End.After(p.Start) {
-		return 0, fmt.Errorf("annotation %s has no decided window", admission.AnnotationProvenance)
+	if err := json.Unmarshal([]byte(a[hold.AnnotationProvenance]), &p); err != nil || !p.End.After(p.Start) {
+		return 0, fmt.Errorf("annotation %s has no decided window", hold.AnnotationProvenance)
 	}
 	return p.End.Sub(p.Start), nil
 }
