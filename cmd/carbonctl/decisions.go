@@ -25,6 +25,7 @@ type decisionFlags struct {
 	on                 bool
 	shapes, shapesFile string
 	every, redecide    time.Duration
+	redecideGain       float64
 }
 
 func (d *decisionFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (d *decisionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.shapesFile, "shapes-file", "", "with --decisions: `file` of shapes, one per line (# comments), instead of --shapes")
 	fs.DurationVar(&d.every, "every", decisions.DefaultEvery, "with --decisions: step between issue times (whole hours)")
 	fs.DurationVar(&d.redecide, "redecide", 0, "with --decisions: re-decide each pick this often (whole hours) with the forecast issued then, while its start is still ahead; 0: decide once")
+	fs.Float64Var(&d.redecideGain, "redecide-gain", 0, "with --redecide: move a pick only when the new window beats the held one, both by the newer forecast, by more than this share (carbongate's --redecide-gain, 0.05 by default there); 0: any better window")
 }
 
 // parse returns the shapes of --shapes or --shapes-file.
@@ -100,6 +102,9 @@ func evaluateDecisions(ctx context.Context, f evalFlags, open openStoreFunc, std
 	}
 	if f.dec.redecide < 0 || f.dec.redecide%time.Hour != 0 {
 		return usagef("--redecide %v is not a whole number of hours", f.dec.redecide)
+	}
+	if !(f.dec.redecideGain >= 0 && f.dec.redecideGain < 1) || (f.dec.redecideGain > 0 && f.dec.redecide == 0) {
+		return usagef("--redecide-gain %v must be in [0, 1) and needs --redecide", f.dec.redecideGain)
 	}
 	t0 := time.Now()
 	var rep *decisions.Report
@@ -171,7 +176,7 @@ func decisionsLocal(ctx context.Context, f evalFlags, shapes []decisions.Shape) 
 		sources = append(sources, decisions.Source{Name: sourceGeneric, Forecasts: decisions.ModelForecasts{Fallback: generic, Observed: observed}})
 	}
 	sources = append(sources, decisions.Source{Name: decisions.SeasonalNaive, Forecasts: naive})
-	cfg := decisions.Config{Shapes: shapes, Zones: zs, From: from, To: to, Every: f.dec.every, Redecide: f.dec.redecide}
+	cfg := decisions.Config{Shapes: shapes, Zones: zs, From: from, To: to, Every: f.dec.every, Redecide: f.dec.redecide, RedecideGain: f.dec.redecideGain}
 	return decisions.Run(ctx, cfg, observed, sources)
 }
 

@@ -39,6 +39,11 @@ type Config struct {
 	// controller re-asking at each new forecast would; a whole number of
 	// hours. A re-decision without a forecast keeps the pick it has.
 	Redecide time.Duration
+	// RedecideGain, with Redecide, moves a pick only when the new window's
+	// forecast mean is lower than the held window's, by the same forecast,
+	// by more than this share (the controller's --redecide-gain); 0: any
+	// better window moves it. In [0, 1).
+	RedecideGain float64
 }
 
 // Run replays cfg against observed (each zone's observed hourly series,
@@ -87,7 +92,7 @@ func Run(ctx context.Context, cfg Config, observed map[forecast.Zone]forecast.Se
 			}
 		}
 		for r, row := range rows {
-			if err := replay(&accs[r], row, at, cfg.Redecide, observed, len(sources), fetch); err != nil {
+			if err := replay(&accs[r], row, at, cfg, observed, len(sources), fetch); err != nil {
 				return nil, err
 			}
 		}
@@ -134,6 +139,9 @@ func check(cfg Config, observed map[forecast.Zone]forecast.Series, sources []Sou
 	if cfg.Redecide < 0 || cfg.Redecide%time.Hour != 0 {
 		return cfg, forecast.FieldErrorf(forecast.EINVALID, "redecide", "the step between re-decisions %v is not a whole number of hours", cfg.Redecide)
 	}
+	if !(cfg.RedecideGain >= 0 && cfg.RedecideGain < 1) {
+		return cfg, forecast.FieldErrorf(forecast.EINVALID, "redecide_gain", "the least gain of a re-decision %v is not in [0, 1)", cfg.RedecideGain)
+	}
 	if cfg.From.IsZero() || !cfg.From.Equal(forecast.HourFloor(cfg.From)) || cfg.To.Before(cfg.From) {
 		return cfg, forecast.FieldErrorf(forecast.EINVALID, "from", "issue times need an hour-aligned start (%s) no later than their end (%s)", cfg.From.Format(time.RFC3339), cfg.To.Format(time.RFC3339))
 	}
@@ -172,7 +180,7 @@ func check(cfg Config, observed map[forecast.Zone]forecast.Series, sources []Sou
 type fetchFunc func(src int, zone forecast.Zone, at time.Time) (forecast.Series, bool, error)
 
 // replay scores one row at one issue time into a.
-func replay(a *accum, r row, at time.Time, redecide time.Duration, observed map[forecast.Zone]forecast.Series, n int, fetch fetchFunc) error {
+func replay(a *accum, r row, at time.Time, cfg Config, observed map[forecast.Zone]forecast.Series, n int, fetch fetchFunc) error {
 	q := forecast.Query{Duration: r.shape.Duration, EarliestStart: at, Deadline: at.Add(r.shape.Slack), Step: forecast.Hour}
 	obs := make([]forecast.Candidate, len(r.zones))
 	for i, z := range r.zones {
@@ -193,14 +201,16 @@ func replay(a *accum, r row, at time.Time, redecide time.Duration, observed map[
 			a.skipped++
 			return nil
 		}
-		for t := at.Add(redecide); redecide > 0 && t.Before(w.Start); t = t.Add(redecide) {
+		for t := at.Add(cfg.Redecide); cfg.Redecide > 0 && t.Before(w.Start); t = t.Add(cfg.Redecide) {
 			q.EarliestStart = t
 			again, ok, err := pick(q, r.zones, src, fetch)
 			if err != nil {
 				return err
 			}
 			if ok {
-				w = again
+				if w, err = moveIfGain(w, again, cfg.RedecideGain, src, t, fetch); err != nil {
+					return err
+				}
 			}
 		}
 		q.EarliestStart = at
@@ -233,6 +243,27 @@ func pick(q forecast.Query, zones []forecast.Zone, src int, fetch fetchFunc) (fo
 	}
 	res, err := forecast.Search(q, cands)
 	return res.Best, err == nil, err
+}
+
+// moveIfGain returns again when it beats the held window w by more than
+// gain of w's mean, both by the forecast issued at t; else w. A held window
+// the forecast at t does not cover is kept.
+func moveIfGain(w, again forecast.Window, gain float64, src int, t time.Time, fetch fetchFunc) (forecast.Window, error) {
+	if gain == 0 {
+		return again, nil
+	}
+	s, ok, err := fetch(src, w.Zone, t)
+	if err != nil || !ok {
+		return w, err
+	}
+	held, err := forecast.MeanOver(s, w.Start, w.End.Sub(w.Start))
+	if err != nil || !(held > 0) {
+		return w, nil
+	}
+	if (held-again.Mean)/held > gain {
+		return again, nil
+	}
+	return w, nil
 }
 
 // observedMean charges w the observed mean intensity of its zone.

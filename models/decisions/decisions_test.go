@@ -227,6 +227,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"to before from", func(c *decisions.Config) { c.To = t0.Add(-time.Hour) }, src, "from"},
 		{"every 90m", func(c *decisions.Config) { c.Every = 90 * time.Minute }, src, "every"},
 		{"redecide 30m", func(c *decisions.Config) { c.Redecide = 30 * time.Minute }, src, "redecide"},
+		{"redecide gain 1", func(c *decisions.Config) { c.Redecide, c.RedecideGain = time.Hour, 1 }, src, "redecide_gain"},
 		{"oracle name", func(*decisions.Config) {}, []decisions.Source{{Name: decisions.Oracle, Forecasts: perfect(obs)}}, "sources"},
 		{"same name", func(*decisions.Config) {}, append(src, src...), "sources"},
 	} {
@@ -256,7 +257,9 @@ func (b byIssue) Issue(_ context.Context, _ forecast.Zone, at time.Time, hours i
 // Re-deciding: the forecast issued at 0 points at hour 3 (observed 6), the
 // one issued at 1 at hour 1 (observed 2, the oracle's pick). Deciding once
 // saves 4 of 8; re-deciding every hour while the start is ahead saves 8.
-// A re-decision without a forecast keeps the pick.
+// A re-decision without a forecast keeps the pick. With a least gain, the
+// move at 1 (the held hour 3 forecast at 9 then, hour 1 at 1: a gain of
+// 8/9) happens under a gain of 0.5 and not under 0.95.
 func TestRunRedecide(t *testing.T) {
 	obs := map[forecast.Zone]forecast.Series{"DE": series(10, 2, 8, 6, 9, 9, 9)}
 	src := byIssue{0: {9, 9, 9, 1, 9, 9}, 1: {1, 9, 9, 9, 9}, 2: {9, 1, 9, 9}}
@@ -264,17 +267,20 @@ func TestRunRedecide(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		redecide time.Duration
+		gain     float64
 		src      decisions.Forecasts
 		want     float64
 	}{
-		{"once", 0, src, 4},
-		{"every hour", time.Hour, src, 8},
-		{"every 2 hours", 2 * time.Hour, src, 4},
-		{"no forecast at 1", time.Hour, gap, 4},
+		{"once", 0, 0, src, 4},
+		{"every hour", time.Hour, 0, src, 8},
+		{"every 2 hours", 2 * time.Hour, 0, src, 4},
+		{"no forecast at 1", time.Hour, 0, gap, 4},
+		{"gain 0.5", time.Hour, 0.5, src, 8},
+		{"gain 0.95", time.Hour, 0.95, src, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := decisions.Run(context.Background(), decisions.Config{
-				Shapes: []decisions.Shape{shape(t, "1h/4h")}, Zones: []forecast.Zone{"DE"}, From: t0, To: t0, Redecide: tc.redecide,
+				Shapes: []decisions.Shape{shape(t, "1h/4h")}, Zones: []forecast.Zone{"DE"}, From: t0, To: t0, Redecide: tc.redecide, RedecideGain: tc.gain,
 			}, obs, []decisions.Source{{Name: "x", Forecasts: tc.src}})
 			if err != nil {
 				t.Fatal(err)

@@ -71,8 +71,8 @@ func TestControllerRBACMatchesDeploy(t *testing.T) {
 	if !slices.Contains(args, "--controller") || !slices.Contains(args, "--controller-namespace=carbon") || !slices.Contains(args, "--hold-mode=enforce") {
 		t.Errorf("args %v, want --controller with the Lease in the release namespace, holding by default", args)
 	}
-	if !slices.Contains(args, "--redecide=true") || !slices.Contains(args, "--redecide-gain=0.05") {
-		t.Errorf("args %v, want re-deciding with a 5 %% gain by default", args)
+	if !slices.Contains(args, "--redecide=true") || !slices.Contains(args, "--redecide-gain=0.02") {
+		t.Errorf("args %v, want re-deciding with a 2 %% gain by default", args)
 	}
 	off1 := decodeAll(t, render(t, "carbongate", "carbon", "controller: {enabled: true, redecide: false, redecideGain: 0.2}"))
 	if args := off1.Deployments[0].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--redecide=false") || !slices.Contains(args, "--redecide-gain=0.2") {
