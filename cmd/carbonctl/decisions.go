@@ -11,6 +11,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/models/decisions"
 	"github.com/carbongate/carbongate/models/evaluate"
+	"github.com/carbongate/carbongate/models/evaluate/plot"
 	"github.com/carbongate/carbongate/models/workflow"
 )
 
@@ -89,9 +90,9 @@ func maxSlack(shapes []decisions.Shape) time.Duration {
 
 // evaluateDecisions is evaluate --decisions: in-process (--models, --data)
 // or on the forecasts of --store.
-func evaluateDecisions(ctx context.Context, f evalFlags, open openStoreFunc, stdout, stderr io.Writer) error {
-	if f.plots != "" || f.common || f.week != "" {
-		return usagef("--plots, --week and --common are not for --decisions")
+func evaluateDecisions(ctx context.Context, f evalFlags, size plot.Size, open openStoreFunc, stdout, stderr io.Writer) error {
+	if f.common || f.week != "" {
+		return usagef("--week and --common are not for --decisions")
 	}
 	shapes, err := f.dec.parse()
 	if err != nil {
@@ -122,6 +123,15 @@ func evaluateDecisions(ctx context.Context, f evalFlags, open openStoreFunc, std
 		skipped += s.Skipped
 	}
 	fmt.Fprintf(stderr, "evaluate: %d decisions replayed, %d skipped (observations or forecasts missing), in %.1fs\n", issues, skipped, time.Since(t0).Seconds())
+	if f.plots != "" {
+		paths, err := plot.WriteCapture(f.plots, rep, size)
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			fmt.Fprintf(stderr, "evaluate: wrote %s\n", p)
+		}
+	}
 	if f.format == "json" {
 		return decisions.WriteJSON(stdout, rep)
 	}
@@ -211,5 +221,5 @@ func decisionsStore(ctx context.Context, f evalFlags, shapes []decisions.Shape, 
 	if err != nil {
 		return nil, err
 	}
-	return decisions.RunStored(ctx, decisions.StoredConfig{Shapes: shapes, Every: f.dec.every, Redecide: f.dec.redecide, Signal: sel.Query.Signal}, set, obs)
+	return decisions.RunStored(ctx, decisions.StoredConfig{Shapes: shapes, Every: f.dec.every, Redecide: f.dec.redecide, RedecideGain: f.dec.redecideGain, Signal: sel.Query.Signal}, set, obs)
 }

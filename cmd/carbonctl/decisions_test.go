@@ -71,9 +71,14 @@ func TestEvaluateDecisionsStore(t *testing.T) {
 	m := store.NewMemory()
 	observeDE(t, m, 15)
 	backfillDE(t, m, "carbon-forecaster-DE", "1", 1, 10, 0.08, 0)
-	code, out, errOut := runWith(evaluateMem(m), "--decisions", "--store", "postgres://x/y", "--shapes", "1h/24h", "--every", "24h", "--output", "json")
+	plots := t.TempDir()
+	code, out, errOut := runWith(evaluateMem(m), "--decisions", "--store", "postgres://x/y", "--shapes", "1h/24h", "--every", "24h", "--output", "json",
+		"--plots", plots, "--plot-size", "320x200")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if st, err := os.Stat(filepath.Join(plots, "capture-1h-24h.png")); err != nil || st.Size() == 0 || !strings.Contains(errOut, "capture-1h-24h.png") {
+		t.Fatalf("--plots: %v, stderr %s", err, errOut)
 	}
 	var rep struct {
 		Sources []string
@@ -105,7 +110,10 @@ func TestEvaluateDecisionsErrors(t *testing.T) {
 		{"redecide not hours", append([]string{"--decisions", "--redecide", "30m"}, base...), "--redecide"},
 		{"redecide without decisions", append([]string{"--redecide", "6h"}, base...), "--decisions"},
 		{"shapes without decisions", append([]string{"--shapes", "1h/2h"}, base...), "--decisions"},
-		{"plots", append([]string{"--decisions", "--plots", "p"}, base...), "--plots"},
+		{"week", append([]string{"--decisions", "--plots", "p", "--week", "2021-01-01"}, base...), "--week"},
+		{"redecide gain without redecide", append([]string{"--decisions", "--redecide-gain", "0.05"}, base...), "--redecide-gain"},
+		{"redecide gain 1", append([]string{"--decisions", "--redecide", "1h", "--redecide-gain", "1"}, base...), "--redecide-gain"},
+		{"redecide gain without decisions", append([]string{"--redecide-gain", "0.05"}, base...), "--decisions"},
 		{"missing flags", []string{"--decisions", "--data", "bundled"}, "required"},
 		{"from after to", []string{"--decisions", "--data", "bundled", "--models", "m", "--from", "2021-01-03", "--to", "2021-01-02", "--signal", "direct"}, "--from"},
 		{"models with store", []string{"--decisions", "--store", "postgres://x/y", "--models", "m"}, "--models"},

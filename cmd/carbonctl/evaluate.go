@@ -51,7 +51,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.zones, "zones", "", "comma-separated zone ids (default: every zone)")
 	fs.StringVar(&f.model, "model", "", "with --store: model name, or a prefix ending in * (e.g. carbon-forecaster-*)")
 	fs.StringVar(&f.versions, "versions", "", "with --store: comma-separated model versions (e.g. 3,4)")
-	fs.StringVar(&f.plots, "plots", "", "write PNG plots into this `dir`: model comparison and error by lead hour per zone, and forecast vs observed for --week")
+	fs.StringVar(&f.plots, "plots", "", "write PNG plots into this `dir`: model comparison and error by lead hour per zone, and forecast vs observed for --week; with --decisions, the capture per zone and source of each job shape")
 	fs.StringVar(&f.week, "week", "", "first day (YYYY-MM-DD) of the forecast-vs-observed plot (default: the first scored issue day)")
 	fs.StringVar(&f.plotSize, "plot-size", "1200x600", "plot size in pixels, WIDTHxHEIGHT")
 	fs.IntVar(&f.leadDays, "lead-days", evaluate.DefaultLeadDays, "with --store: lead days scored (24 h each)")
@@ -93,10 +93,10 @@ func evaluateWith(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		return usagef("--plot-size: %v", err)
 	}
 	if f.dec.on {
-		return evaluateDecisions(ctx, f, open, stdout, stderr)
+		return evaluateDecisions(ctx, f, size, open, stdout, stderr)
 	}
-	if f.dec.shapes != decisions.DefaultShapeList || f.dec.shapesFile != "" || f.dec.every != decisions.DefaultEvery || f.dec.redecide != 0 {
-		return usagef("--shapes, --shapes-file, --every and --redecide need --decisions")
+	if f.dec.shapes != decisions.DefaultShapeList || f.dec.shapesFile != "" || f.dec.every != decisions.DefaultEvery || f.dec.redecide != 0 || f.dec.redecideGain != 0 {
+		return usagef("--shapes, --shapes-file, --every, --redecide and --redecide-gain need --decisions")
 	}
 	if f.store == "" {
 		return evaluateLocal(ctx, f, size, stdout, stderr)

@@ -18,6 +18,8 @@ type StoredConfig struct {
 	// Redecide is Config.Redecide: re-decisions use the forecast stored
 	// at each re-decision time.
 	Redecide time.Duration
+	// RedecideGain is Config.RedecideGain.
+	RedecideGain float64
 	// Signal is the signal replayed; "" when the set holds one only.
 	Signal forecast.Signal
 }
@@ -80,7 +82,7 @@ func RunStored(ctx context.Context, cfg StoredConfig, set *evaluate.Set, obs eva
 		sources = append(sources, Source{Name: name, Forecasts: stored[name]})
 	}
 	sources = append(sources, Source{Name: SeasonalNaive, Forecasts: naive})
-	return Run(ctx, Config{Shapes: cfg.Shapes, Zones: zones, From: forecast.HourFloor(from), To: to, Every: cfg.Every, Redecide: cfg.Redecide}, observed, sources)
+	return Run(ctx, Config{Shapes: cfg.Shapes, Zones: zones, From: forecast.HourFloor(from), To: to, Every: cfg.Every, Redecide: cfg.Redecide, RedecideGain: cfg.RedecideGain}, observed, sources)
 }
 
 // baselineLookback is the history the seasonal-naive source reads.

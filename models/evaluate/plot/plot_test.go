@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store"
+	"github.com/carbongate/carbongate/models/decisions"
 	"github.com/carbongate/carbongate/models/evaluate"
 	"github.com/carbongate/carbongate/models/evaluate/plot"
 )
@@ -215,5 +217,48 @@ func TestWriteDir(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(left) > 0 {
 		t.Errorf("temporary files left: %q", left)
+	}
+}
+
+// TestWriteCapture: one PNG per job shape of a decision report, the size
+// asked, and ENOTFOUND for a shape the report lacks.
+func TestWriteCapture(t *testing.T) {
+	t.Parallel()
+	sh, err := decisions.ParseShapes("1h/12h,3h/24h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := func(c float64) []decisions.Outcome {
+		return []decisions.Outcome{{Source: "carbongate", Capture: c}, {Source: "seasonal-naive", Capture: c / 2}}
+	}
+	rep := &decisions.Report{Sources: []string{"carbongate", "seasonal-naive"}}
+	for i, s := range sh {
+		for _, z := range []string{"DE", "SE"} {
+			rep.Rows = append(rep.Rows, decisions.Row{Shape: s, Zone: z, Issues: 4, Sources: out(0.5 + 0.1*float64(i))})
+		}
+		rep.Shapes = append(rep.Shapes, decisions.Summary{Shape: s, Issues: 8, Sources: out(0.6)})
+	}
+	rep.Rows[0].Sources[0].Capture = math.NaN() // the oracle saved nothing: no bar
+	dir := t.TempDir()
+	paths, err := plot.WriteCapture(dir, rep, plot.Size{Width: 640, Height: 360})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || filepath.Base(paths[0]) != "capture-1h-12h.png" || filepath.Base(paths[1]) != "capture-3h-24h.png" {
+		t.Fatalf("paths %v", paths)
+	}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width != 640 || cfg.Height != 360 {
+			t.Fatalf("%s: %+v %v, want a 640x360 PNG", p, cfg, err)
+		}
+	}
+	if err := plot.Capture(io.Discard, rep, "8h/48h", plot.Size{Width: 640, Height: 360}); forecast.ErrorCode(err) != forecast.ENOTFOUND {
+		t.Fatalf("absent shape: %v, want ENOTFOUND", err)
 	}
 }
