@@ -78,16 +78,17 @@ func discoveryFlags(fs *flag.FlagSet, d *runtime.Discovery) {
 }
 
 func ingestFlags(fs *flag.FlagSet, in *runtime.Ingest) {
-	fs.StringVar(&in.Zones, "ingest-zones", in.Zones, "zones whose observed intensity is polled from Electricity Maps into --store, e.g. DE,SE")
-	fs.StringVar(&in.Signals, "ingest-signals", "lifecycle", "signals polled from Electricity Maps: lifecycle and/or direct")
+	em, wt := &in.ElectricityMaps, &in.WattTime
+	fs.StringVar(&em.Zones, "ingest-zones", em.Zones, "zones whose observed intensity is polled from Electricity Maps into --store, e.g. DE,SE")
+	fs.StringVar(&em.Signals, "ingest-signals", "lifecycle", "signals polled from Electricity Maps: lifecycle and/or direct")
 	fs.DurationVar(&in.Interval, "ingest-interval", ingest.DefaultInterval, "pause between two polling rounds")
 	fs.DurationVar(&in.Backfill, "ingest-backfill", ingest.DefaultBackfill, "how far back a feed starts when the store holds nothing for it")
-	fs.StringVar(&in.EMToken, "electricitymaps-token", envOr("ELECTRICITYMAPS_TOKEN", ""), "Electricity Maps API token (default $ELECTRICITYMAPS_TOKEN)")
-	fs.StringVar(&in.EMURL, "electricitymaps-url", electricitymaps.DefaultBaseURL, "Electricity Maps API base URL")
-	fs.StringVar(&in.WTUser, "watttime-user", envOr("WATTTIME_USERNAME", ""), "WattTime user name (default $WATTTIME_USERNAME; the password is read from $WATTTIME_PASSWORD)")
-	fs.StringVar(&in.WTRegions, "watttime-regions", in.WTRegions, "zones whose marginal signal is polled from WattTime, as ZONE=REGION pairs, e.g. US-CAL-CISO=CAISO_NORTH")
-	fs.StringVar(&in.WTURL, "watttime-url", watttime.DefaultBaseURL, "WattTime API base URL")
-	in.WTPassword = envOr("WATTTIME_PASSWORD", "")
+	fs.StringVar(&em.Token, "electricitymaps-token", envOr("ELECTRICITYMAPS_TOKEN", ""), "Electricity Maps API token (default $ELECTRICITYMAPS_TOKEN)")
+	fs.StringVar(&em.URL, "electricitymaps-url", electricitymaps.DefaultBaseURL, "Electricity Maps API base URL")
+	fs.StringVar(&wt.User, "watttime-user", envOr("WATTTIME_USERNAME", ""), "WattTime user name (default $WATTTIME_USERNAME; the password is read from $WATTTIME_PASSWORD)")
+	fs.StringVar(&wt.Regions, "watttime-regions", wt.Regions, "zones whose marginal signal is polled from WattTime, as ZONE=REGION pairs, e.g. US-CAL-CISO=CAISO_NORTH")
+	fs.StringVar(&wt.URL, "watttime-url", watttime.DefaultBaseURL, "WattTime API base URL")
+	wt.Password = envOr("WATTTIME_PASSWORD", "")
 }
 
 func registryFlags(fs *flag.FlagSet, r *runtime.Registry) {

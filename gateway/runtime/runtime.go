@@ -45,6 +45,7 @@ import (
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/httpedge"
 	"github.com/carbongate/carbongate/gateway/route"
+	"github.com/carbongate/carbongate/gateway/vendors"
 	"github.com/carbongate/carbongate/gateway/wiring"
 	"github.com/carbongate/carbongate/internal/tracing"
 	"github.com/carbongate/carbongate/models/history"
@@ -129,6 +130,11 @@ func (p *Params) Check() error {
 	}
 	if err := p.Store.Vendor.check(); err != nil {
 		return err
+	}
+	if name := p.Store.Vendor.Name; name != "" {
+		if _, err := vendors.Find(p.Store.Ingest.Vendors(), name); err != nil {
+			return err
+		}
 	}
 	if _, err := wiring.ParseVendorPosition(string(p.VendorPosition)); err != nil {
 		return fmt.Errorf("--vendor-position: %s", forecast.ErrorMessage(err))

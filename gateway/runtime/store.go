@@ -14,7 +14,6 @@ import (
 	"github.com/carbongate/carbongate/forecast/store/connect"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/ingest"
-	"github.com/carbongate/carbongate/gateway/ingest/watttime"
 	"github.com/carbongate/carbongate/gateway/vendorfc"
 	"github.com/carbongate/carbongate/registry/lazy"
 )
@@ -61,7 +60,7 @@ func (s *storePart) open(m *Runtime, reg prometheus.Registerer, clk clock.Clock)
 		switch {
 		case s.Vendor.Store != "":
 			return nil, fmt.Errorf("--vendor-store-zones needs --store: the vendor's forecasts are stored there")
-		case s.Ingest.enabled() && (s.Ingest.Zones != "" || s.Vendor.Name != watttime.Name):
+		case pollsIntoStore(&s.Ingest, s.Vendor.Name):
 			return nil, fmt.Errorf("--ingest-zones and --watttime-regions need --store: the pollers write into the store")
 		}
 		return nil, nil
@@ -258,4 +257,16 @@ func (c *storeConn) ReadForecasts(ctx context.Context, q store.ForecastQuery, fn
 		return err
 	}
 	return db.ReadForecasts(ctx, q, fn)
+}
+
+// pollsIntoStore reports whether the settings ask a vendor for observed
+// feeds beyond what the forecast vendor's own settings need (WattTime's
+// regions serve its forecasts too): those feeds need a store.
+func pollsIntoStore(in *Ingest, forecastVendor string) bool {
+	for _, v := range in.polled() {
+		if !v.FeedsForecast() || v.Name() != forecastVendor {
+			return true
+		}
+	}
+	return false
 }

@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/ingest/electricitymaps"
-	"github.com/carbongate/carbongate/gateway/ingest/watttime"
 	"github.com/carbongate/carbongate/gateway/vendorfc"
+	"github.com/carbongate/carbongate/gateway/vendors"
 )
 
 // Vendor configures a vendor's own forecast: a step of the fallback chain
@@ -36,8 +34,6 @@ func (v *Vendor) check() error {
 	switch {
 	case v.Name == "" && v.Store != "":
 		return fmt.Errorf("--vendor-store-zones needs --vendor-forecast")
-	case v.Name != "" && v.Name != electricitymaps.Name && v.Name != watttime.Name:
-		return fmt.Errorf("--vendor-forecast %q is not one of electricitymaps, watttime", v.Name)
 	case v.Horizon < 0 || v.Horizon > 72:
 		return fmt.Errorf("--vendor-horizon %d is not between 0 and 72", v.Horizon)
 	case v.MaxAge <= 0 || v.Timeout <= 0 || v.Interval <= 0 || !(v.Rate > 0) || v.Burst < 1:
@@ -52,30 +48,13 @@ func (v *Vendor) open(in *ingestPart, reg prometheus.Registerer, log *slog.Logge
 	if v.Name == "" {
 		return nil, nil
 	}
-	var client vendorfc.Client
-	switch v.Name {
-	case electricitymaps.Name:
-		if strings.TrimSpace(in.EMToken) == "" {
-			return nil, fmt.Errorf("--vendor-forecast=electricitymaps needs an Electricity Maps token: set --electricitymaps-token or $ELECTRICITYMAPS_TOKEN")
-		}
-		if v.Horizon != 0 && v.Horizon < electricitymaps.MinHorizon {
-			return nil, fmt.Errorf("--vendor-horizon %d: Electricity Maps forecasts %d to %d hours", v.Horizon, electricitymaps.MinHorizon, electricitymaps.MaxHorizon)
-		}
-		c, err := electricitymaps.New(electricitymaps.Config{Token: in.EMToken, BaseURL: in.EMURL, Timeout: v.Timeout,
-			AnswerBudget: in.answerBudget(), Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("--electricitymaps-url: %s", forecast.ErrorMessage(err))
-		}
-		client = vendorfc.ElectricityMaps{C: c, Horizon: v.Horizon}
-	case watttime.Name:
-		if in.WTRegions == "" {
-			return nil, fmt.Errorf("--vendor-forecast=watttime needs --watttime-regions (the zones whose marginal signal it forecasts)")
-		}
-		c, regions, err := in.wtClient(log)
-		if err != nil {
-			return nil, err
-		}
-		client = vendorfc.WattTime{C: c, Regions: regions, Horizon: v.Horizon}
+	vendor, err := vendors.Find(in.Vendors(), v.Name)
+	if err != nil {
+		return nil, err
+	}
+	client, err := vendor.Forecasts(v.Horizon, v.Timeout, in.answerBudget(), log)
+	if err != nil {
+		return nil, err
 	}
 	f, err := vendorfc.New(vendorfc.Config{Client: client, MaxAge: v.MaxAge, Timeout: v.Timeout, Rate: v.Rate, Burst: v.Burst,
 		Registerer: reg, Logger: log.With("component", "vendor")})
@@ -88,7 +67,7 @@ func (v *Vendor) open(in *ingestPart, reg prometheus.Registerer, log *slog.Logge
 // feeds returns the (zone, signal) pairs of --vendor-store-zones: every
 // signal the vendor forecasts of each zone.
 func (v *Vendor) feeds(f *vendorfc.Forecaster) ([]vendorfc.Feed, error) {
-	zones, err := parseZoneList(v.Store)
+	zones, err := vendors.ParseZones(v.Store)
 	if err != nil {
 		return nil, fmt.Errorf("--vendor-store-zones: %w", err)
 	}
