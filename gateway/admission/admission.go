@@ -1,7 +1,9 @@
 // Package admission is carbongate's Kubernetes mutating admission webhook
 // for VmTemplates (carbongate.io/v1alpha1) and, with a Cluster, for the
 // batch/v1 Jobs and bare Pods that opted in to being held until their
-// decided time and place (see package hold and workload.go). For a
+// decided time and place (see package hold and workload.go), and, with a
+// Federation, for Karmada ResourceBindings, narrowed to the member cluster
+// of the decided grid zone (binding.go). For a
 // VmTemplate, on CREATE, and on UPDATE of a
 // template not yet scheduled, it filters the provider's regions by latency
 // from spec.originRegion, residency and grid zone, asks the gateway
@@ -94,7 +96,10 @@ type Config struct {
 	// Workloads holds batch/v1 Jobs and bare Pods that opted in (package
 	// hold); without its Cluster they are admitted unchanged.
 	Workloads Workloads
-	Logger    *slog.Logger // nil: discard
+	// Bindings places Karmada ResourceBindings (binding.go); without its
+	// Federation they are admitted unchanged.
+	Bindings Bindings
+	Logger   *slog.Logger // nil: discard
 	// Registerer, when set, registers carbongate_admission_reviews_total
 	// and the workload metrics (shadow.go).
 	Registerer prometheus.Registerer
@@ -133,9 +138,9 @@ func New(cfg Config) (*Webhook, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if wc := &cfg.Workloads; wc.Cluster != nil {
+	if wc := &cfg.Workloads; wc.Cluster != nil || cfg.Bindings.Federation != nil {
 		if wc.Now == nil || wc.Signer == nil || wc.Duration < 0 || wc.MaxDelay < 0 {
-			return nil, forecast.Errorf(forecast.EINVALID, "admission: Workloads needs Now and Signer, and Duration and MaxDelay must not be negative")
+			return nil, forecast.Errorf(forecast.EINVALID, "admission: Workloads (and Bindings) need Workloads.Now and Signer, and Duration and MaxDelay must not be negative")
 		}
 		wc.Duration = cmp.Or(wc.Duration, DefaultWorkloadDuration)
 		wc.MaxDelay = cmp.Or(wc.MaxDelay, DefaultMaxDelay)
@@ -201,6 +206,8 @@ func (w *Webhook) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 	switch {
 	case req.Kind.Group == Group && req.Kind.Kind == Kind:
 		return w.decideTemplate(ctx, req, requestID, sched)
+	case req.Kind.Group == BindingGroup && req.Kind.Kind == BindingKind:
+		return w.decideBinding(ctx, req, requestID, sched)
 	case req.Kind.Group == "batch" && req.Kind.Kind == "Job", req.Kind.Group == "" && req.Kind.Kind == "Pod":
 		return w.sanitized(req, func(req *admissionv1.AdmissionRequest) outcome {
 			return w.decideWorkload(ctx, req, requestID, sched)

@@ -51,11 +51,9 @@ func (w *Webhook) sanitized(req *admissionv1.AdmissionRequest, next func(*admiss
 // sanitizeWorkload returns the ops that set the outputs of req's object
 // and the object with them applied, or a message naming what is malformed.
 func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([]op, []byte, string) {
-	var old metav1.PartialObjectMetadata
-	if req.Operation == admissionv1.Update {
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return nil, nil, fmt.Sprintf("request.oldObject: %v", err)
-		}
+	old, bad := oldMetadata(req)
+	if bad != "" {
+		return nil, nil, bad
 	}
 	// Most objects carry the outputs they should (none, on CREATE): their
 	// metadata says so without decoding the whole object.
@@ -72,13 +70,11 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 		same(meta.Annotations, old.Annotations, hold.ReleaseStamp) && (recorded || same(meta.Annotations, old.Annotations, hold.Record)) {
 		return nil, req.Object.Raw, ""
 	}
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(req.Object.Raw))
-	dec.UseNumber() // numbers pass through as written
-	if err := dec.Decode(&doc); err != nil || doc == nil {
-		return nil, nil, "request.object: not a JSON object"
+	s, bad := newOutputs(req.Object.Raw)
+	if bad != "" {
+		return nil, nil, bad
 	}
-	s := &outputs{doc: doc}
+	doc := s.doc
 	release := req.Operation == admissionv1.Update && old.Labels[hold.Label] == hold.Held &&
 		s.get("labels", hold.Label) == hold.Released && !stillHeld(req.Kind.Kind, doc)
 	if !release {
@@ -97,14 +93,44 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 			s.set("annotations", k, old.Annotations)
 		}
 	}
-	if len(s.ops) == 0 {
-		return nil, req.Object.Raw, ""
+	return s.applied(req.Object.Raw)
+}
+
+// oldMetadata returns the metadata of an UPDATE's old object (empty for
+// other operations), or a message saying it is malformed.
+func oldMetadata(req *admissionv1.AdmissionRequest) (metav1.PartialObjectMetadata, string) {
+	var old metav1.PartialObjectMetadata
+	if req.Operation == admissionv1.Update {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return old, fmt.Sprintf("request.oldObject: %v", err)
+		}
 	}
-	raw, err := json.Marshal(doc)
+	return old, ""
+}
+
+// newOutputs decodes an object to edit its outputs, or says it is not an
+// object.
+func newOutputs(raw []byte) (*outputs, string) {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers pass through as written
+	if err := dec.Decode(&doc); err != nil || doc == nil {
+		return nil, "request.object: not a JSON object"
+	}
+	return &outputs{doc: doc}, ""
+}
+
+// applied returns s's ops and the object with them applied (raw, the
+// object as sent, when there are none).
+func (s *outputs) applied(raw []byte) ([]op, []byte, string) {
+	if len(s.ops) == 0 {
+		return nil, raw, ""
+	}
+	out, err := json.Marshal(s.doc)
 	if err != nil { // decoded JSON: cannot happen
 		return nil, nil, "request.object: " + err.Error()
 	}
-	return s.ops, raw, ""
+	return s.ops, out, ""
 }
 
 // same reports whether a and b agree on keys (value and presence).

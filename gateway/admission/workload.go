@@ -324,15 +324,8 @@ func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) o
 }
 
 // unheld admits wl without holding it, annotated with why.
-func (w *Webhook) unheld(raw []byte, wl workload, why string) outcome {
-	p, err := newRawPatch(raw)
-	if err != nil {
-		return deny(400, "request.object: %v", err)
-	}
-	p.set(forecast.Clip(why, maxWarning), "metadata", "annotations", AnnotationUnscheduled)
-	o := p.outcome()
-	o.message = why
-	return o
+func (w *Webhook) unheld(raw []byte, _ workload, why string) outcome {
+	return unplaced(raw, why)
 }
 
 // pin ANDs "node region In [region]" into the required node affinity of

@@ -1,0 +1,183 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// This file places Karmada ResourceBindings (work.karmada.io/v1alpha2):
+// on CREATE of the binding of an opted-in workload (the deadline
+// annotation on the workload, or its namespace labelled on the control
+// plane, as for Jobs) it narrows spec.placement.clusterAffinity.
+// clusterNames to the member cluster in the decided grid zone and records
+// the decision as for Jobs (the annotations, their signature for the
+// binding, the provenance) plus AnnotationCluster. Karmada rewrites a
+// binding's placement from its policy whenever the workload changes: on
+// UPDATE the recorded decision is applied again, never decided anew. A
+// binding carbongate cannot place is admitted unchanged with
+// AnnotationUnscheduled saying why: it never blocks a binding.
+
+// bindingOutputs are the annotations only carbongate writes on a binding.
+var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster)
+
+// decideBinding places a ResourceBinding.
+func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
+	if w.cfg.Bindings.Federation == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return allow()
+	}
+	ops, raw, bad := sanitizeBinding(req)
+	if bad != "" {
+		return deny(400, "%s", bad)
+	}
+	var b binding
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return deny(400, "request.object: not a ResourceBinding: %v", err)
+	}
+	var o outcome
+	if req.Operation == admissionv1.Update {
+		o = reapplyBinding(raw, b)
+	} else {
+		o = w.placeBinding(ctx, raw, b, req.Namespace, requestID, sched)
+	}
+	if o.allowed {
+		o.patch = append(ops, o.patch...)
+	}
+	return o
+}
+
+// sanitizeBinding makes the carbongate.io outputs of req's binding those
+// of its old object (none on CREATE), returning the ops and the object
+// with them applied.
+func sanitizeBinding(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
+	old, bad := oldMetadata(req)
+	if bad != "" {
+		return nil, nil, bad
+	}
+	s, bad := newOutputs(req.Object.Raw)
+	if bad != "" {
+		return nil, nil, bad
+	}
+	for _, k := range bindingOutputs {
+		s.set("annotations", k, old.Annotations)
+	}
+	return s.applied(req.Object.Raw)
+}
+
+// reapplyBinding narrows the placement of an updated binding to the
+// cluster it was placed in, if any.
+func reapplyBinding(raw []byte, b binding) outcome {
+	cluster := b.Metadata.Annotations[AnnotationCluster]
+	if cluster == "" {
+		return allow()
+	}
+	if p := b.Spec.Placement; p != nil && p.ClusterAffinity != nil && slices.Equal(p.ClusterAffinity.ClusterNames, []string{cluster}) {
+		return allow()
+	}
+	p, err := newRawPatch(raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
+	}
+	narrow(p, cluster)
+	return p.outcome()
+}
+
+// narrow sets the binding's clusterAffinity.clusterNames to [cluster]
+// (its other selectors, ANDed, admitted the cluster).
+func narrow(p *rawPatch, cluster string) {
+	p.set([]string{cluster}, "spec", "placement", "clusterAffinity", "clusterNames")
+}
+
+// placeBinding decides where binding b runs, or admits it unchanged
+// saying why not.
+func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, requestID string, sched Scheduler) outcome {
+	fed := w.cfg.Bindings.Federation
+	ref := b.Spec.Resource
+	if ref.Namespace == "" {
+		ref.Namespace = ns
+	}
+	actx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	ann, err := fed.Annotations(actx, ref)
+	cancel()
+	if err != nil {
+		w.cfg.Logger.Warn("admission: reading a binding's workload", "workload", ref.String(), "error", err.Error())
+		return unplaced(raw, fmt.Sprintf("cannot read the workload %s: %v", ref, err))
+	}
+	nsLabels, nsAnnotations, _ := fed.Namespace(ref.Namespace)
+	if _, annotated := ann[hold.AnnotationDeadline]; !annotated && !namespaceOptedIn(nsLabels) {
+		return allow()
+	}
+	wl := workload{meta: &metav1.ObjectMeta{Annotations: ann}}
+	win, bad := w.workloadWindow(wl, ref.Namespace, nsAnnotations, w.cfg.Workloads.Now().UTC())
+	if bad == "" {
+		_, bad = powerOf(wl.meta)
+	}
+	if bad != "" {
+		return unplaced(raw, "the workload's "+bad)
+	}
+	if win.runNow != "" { // no delay: placed in space only
+		win.deadline = win.now.Add(win.dur)
+	}
+	if win.deadline.Before(win.now.Add(win.dur)) {
+		return unplaced(raw, fmt.Sprintf("cannot place: the deadline %s is sooner than now plus the duration %v", win.deadline.Format(time.RFC3339), win.dur))
+	}
+	cand := w.bindingCandidates(b.Spec.Placement, fed.Clusters())
+	if len(cand.zones) == 0 {
+		return unplaced(raw, cand.why)
+	}
+	d, err := w.schedule(ctx, sched, cand.zones, spec{Duration: win.dur.String(), Deadline: win.deadline.Format(time.RFC3339)})
+	if err != nil {
+		if userFault(err) {
+			return unplaced(raw, "cannot place: "+forecast.ErrorMessage(err))
+		}
+		return unplaced(raw, w.failed(err, object{}).message)
+	}
+	m, ok := cand.clusters[d.Decision.Zone]
+	if !ok {
+		return unplaced(raw, fmt.Sprintf("carbongate chose zone %s, which is not a candidate", d.Decision.Zone))
+	}
+	dec := hold.Decision{Region: m.Region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: win.deadline.Add(-win.dur)}
+	a := dec.Annotations()
+	if a[AnnotationProvenance], err = provenanceJSON(m.Region, d, requestID); err != nil {
+		return unplaced(raw, "encoding the provenance: "+err.Error())
+	}
+	if d.SavingsPct != nil {
+		a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
+	}
+	a[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(hold.Subject{Kind: BindingKind, Namespace: ns, Name: b.Metadata.Name}, a)
+	a[AnnotationCluster] = m.Name
+	p, err := newRawPatch(raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		p.set(a[k], "metadata", "annotations", k)
+	}
+	narrow(p, m.Name)
+	o := p.outcome()
+	o.warnings = append(append(o.warnings, win.warnings...), cand.skipped...)
+	return o
+}
+
+// unplaced admits a binding unchanged but for AnnotationUnscheduled
+// saying why, with why as its warning.
+func unplaced(raw []byte, why string) outcome {
+	p, err := newRawPatch(raw)
+	if err != nil {
+		return deny(400, "request.object: %v", err)
+	}
+	p.set(forecast.Clip(why, maxWarning), "metadata", "annotations", AnnotationUnscheduled)
+	o := p.outcome()
+	o.message = why
+	return o
+}

@@ -1,0 +1,252 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/forecast/regions"
+)
+
+// The Karmada kind the webhook places (binding.go).
+const (
+	BindingGroup = "work.karmada.io"
+	BindingKind  = "ResourceBinding"
+)
+
+// AnnotationCluster names the member cluster a ResourceBinding was placed
+// in; the webhook narrows spec.placement.clusterAffinity.clusterNames to
+// it on CREATE and again on every UPDATE.
+const AnnotationCluster = "carbongate.io/scheduling-cluster"
+
+// MemberCluster is what placement reads of a Karmada Cluster
+// (cluster.karmada.io/v1alpha1).
+type MemberCluster struct {
+	Name     string
+	Provider string   // spec.provider: a provider name or alias (regions.CanonicalProvider); "": any
+	Region   string   // spec.region: the provider's region name
+	Zones    []string // spec.zones (availability zones, not grid zones)
+	Labels   map[string]string
+	Taints   []corev1.Taint // spec.taints
+}
+
+// WorkloadRef is a binding's spec.resource: the workload it propagates.
+type WorkloadRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+}
+
+func (r WorkloadRef) String() string {
+	return fmt.Sprintf("%s %s/%s (%s)", r.Kind, r.Namespace, r.Name, r.APIVersion)
+}
+
+// Federation is the view of a Karmada control plane that placing its
+// ResourceBindings needs. Implementations answer Clusters and Namespace
+// from a cache; Annotations reads the control plane within ctx.
+type Federation interface {
+	// Clusters returns the member clusters, never written.
+	Clusters() []MemberCluster
+	// Namespace returns a namespace's labels and annotations on the
+	// control plane, ok false when it is not known.
+	Namespace(name string) (labels, annotations map[string]string, ok bool)
+	// Annotations returns the annotations of the workload ref: a binding
+	// does not carry its workload's.
+	Annotations(ctx context.Context, ref WorkloadRef) (map[string]string, error)
+}
+
+// Bindings configures the placement of Karmada ResourceBindings; without
+// a Federation they are admitted unchanged. Their decisions use
+// Workloads' Now, Signer, Duration and MaxDelay.
+type Bindings struct {
+	Federation Federation
+}
+
+// bindingPlacement is the part of a binding's spec.placement that decides
+// its candidate clusters (Karmada's policy/v1alpha1 Placement).
+type bindingPlacement struct {
+	ClusterAffinity    *clusterAffinity    `json:"clusterAffinity"`
+	ClusterAffinities  []json.RawMessage   `json:"clusterAffinities"`
+	ClusterTolerations []corev1.Toleration `json:"clusterTolerations"`
+}
+
+type clusterAffinity struct {
+	LabelSelector *metav1.LabelSelector `json:"labelSelector"`
+	FieldSelector *struct {
+		MatchExpressions []corev1.NodeSelectorRequirement `json:"matchExpressions"`
+	} `json:"fieldSelector"`
+	ClusterNames []string `json:"clusterNames"`
+	Exclude      []string `json:"exclude"`
+}
+
+// binding is a ResourceBinding under admission.
+type binding struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		Resource  WorkloadRef       `json:"resource"`
+		Placement *bindingPlacement `json:"placement"`
+	} `json:"spec"`
+}
+
+// clusterCandidates are the member clusters a binding may be placed in.
+type clusterCandidates struct {
+	zones    []forecast.Zone                 // distinct grid zones, sorted
+	clusters map[forecast.Zone]MemberCluster // each zone's cluster: the first by name
+	skipped  []string                        // clusters the placement allows that have no grid zone, and why
+	why      string                          // when zones is empty: why
+}
+
+// bindingCandidates returns the clusters of cs that placement p allows, as
+// Karmada's scheduler filters them (clusterAffinity's exclude,
+// labelSelector, fieldSelector on provider, region and zone, and
+// clusterNames, ANDed; NoSchedule and NoExecute taints against
+// clusterTolerations), each mapped to the grid zone of its provider's
+// region.
+func (w *Webhook) bindingCandidates(p *bindingPlacement, cs []MemberCluster) clusterCandidates {
+	c := clusterCandidates{clusters: map[forecast.Zone]MemberCluster{}}
+	if p != nil && len(p.ClusterAffinities) > 0 {
+		c.why = "spec.placement.clusterAffinities (ordered affinity groups) is not placed by carbongate"
+		return c
+	}
+	var allowed int
+	for _, m := range slices.SortedFunc(slices.Values(cs), func(a, b MemberCluster) int { return strings.Compare(a.Name, b.Name) }) {
+		if !placementAllows(p, m) {
+			continue
+		}
+		allowed++
+		z, why := w.clusterZone(m)
+		if z == "" {
+			c.skipped = append(c.skipped, fmt.Sprintf("cluster %s is not a candidate: %s", m.Name, why))
+			continue
+		}
+		if _, ok := c.clusters[z]; !ok {
+			c.clusters[z] = m
+		}
+	}
+	c.zones = slices.Sorted(maps.Keys(c.clusters))
+	switch {
+	case len(c.zones) > 0:
+	case allowed == 0:
+		c.why = "no candidate cluster: the binding's cluster affinity and tolerations admit no member cluster"
+	default:
+		c.why = "no candidate cluster: " + strings.Join(c.skipped, "; ")
+	}
+	return c
+}
+
+// placementAllows reports whether Karmada may schedule a binding with
+// placement p to m (pkg/util.ClusterMatches and the TaintToleration
+// filter of Karmada v1.18).
+func placementAllows(p *bindingPlacement, m MemberCluster) bool {
+	if p == nil {
+		return true
+	}
+	if a := p.ClusterAffinity; a != nil {
+		if slices.Contains(a.Exclude, m.Name) || !affinityMatches(a, m) {
+			return false
+		}
+		if len(a.ClusterNames) > 0 && !slices.Contains(a.ClusterNames, m.Name) {
+			return false
+		}
+	}
+	_, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), m.Taints, p.ClusterTolerations, blocksPlacement, false)
+	return !untolerated
+}
+
+// affinityMatches evaluates a's label and field selectors on m; an
+// invalid selector matches nothing, as for Karmada.
+func affinityMatches(a *clusterAffinity, m MemberCluster) bool {
+	if a.LabelSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(a.LabelSelector)
+		if err != nil || !s.Matches(labels.Set(m.Labels)) {
+			return false
+		}
+	}
+	if a.FieldSelector == nil {
+		return true
+	}
+	var fields []corev1.NodeSelectorRequirement
+	for _, r := range a.FieldSelector.MatchExpressions {
+		if r.Key != "zone" {
+			fields = append(fields, r)
+		} else if !zonesMatch(r, m.Zones) {
+			return false
+		}
+	}
+	if len(fields) == 0 {
+		return true
+	}
+	// provider and region are matched as the labels of a node would be.
+	set := map[string]string{}
+	if m.Provider != "" {
+		set["provider"] = m.Provider
+	}
+	if m.Region != "" {
+		set["region"] = m.Region
+	}
+	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: fields}}})
+	return err == nil && sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: set}})
+}
+
+// zonesMatch is Karmada's match of a "zone" requirement on spec.zones.
+func zonesMatch(r corev1.NodeSelectorRequirement, zones []string) bool {
+	in := slices.ContainsFunc(zones, func(z string) bool { return slices.Contains(r.Values, z) })
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		return in
+	case corev1.NodeSelectorOpNotIn:
+		return !in
+	case corev1.NodeSelectorOpExists:
+		return len(zones) > 0
+	case corev1.NodeSelectorOpDoesNotExist:
+		return len(zones) == 0
+	}
+	return false
+}
+
+// blocksPlacement reports whether a cluster taint keeps untolerating
+// bindings off the cluster for good: NoSchedule or NoExecute, and not one
+// of the taints Karmada sets and removes with a cluster's condition
+// (cluster.karmada.io/not-ready, unreachable, …): a decision looks hours
+// ahead, past a cluster's current state.
+func blocksPlacement(t *corev1.Taint) bool {
+	if strings.HasPrefix(t.Key, "cluster.karmada.io/") {
+		return false
+	}
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
+
+// clusterZone returns the grid zone of m's region, or "" and why not.
+func (w *Webhook) clusterZone(m MemberCluster) (forecast.Zone, string) {
+	if m.Region == "" {
+		return "", "no spec.region"
+	}
+	providers := regions.Providers()
+	if m.Provider != "" {
+		p, ok := regions.CanonicalProvider(m.Provider)
+		if !ok {
+			return "", fmt.Sprintf("spec.provider %q is not a known cloud provider (%s)", forecast.Clip(m.Provider, 64), strings.Join(regions.Providers(), ", "))
+		}
+		providers = []string{p}
+	}
+	for _, p := range providers {
+		for _, r := range w.cfg.Data.Regions(p) {
+			if r.Name == m.Region && r.Zone != "" {
+				return r.Zone, ""
+			}
+		}
+	}
+	return "", fmt.Sprintf("region %q of %s has no grid zone", forecast.Clip(m.Region, 64), strings.Join(providers, "/"))
+}
