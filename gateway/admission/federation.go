@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/regions"
+	"github.com/carbongate/carbongate/gateway/hold"
 )
 
 // The Karmada kind the webhook places (binding.go).
@@ -30,42 +30,12 @@ const (
 // it on CREATE and again on every UPDATE.
 const AnnotationCluster = "carbongate.io/scheduling-cluster"
 
-// MemberCluster is what placement reads of a Karmada Cluster
-// (cluster.karmada.io/v1alpha1).
-type MemberCluster struct {
-	Name     string
-	Provider string   // spec.provider: a provider name or alias (regions.CanonicalProvider); "": any
-	Region   string   // spec.region: the provider's region name
-	Zones    []string // spec.zones (availability zones, not grid zones)
-	Labels   map[string]string
-	Taints   []corev1.Taint // spec.taints
-}
-
-// WorkloadRef is a binding's spec.resource: the workload it propagates.
-type WorkloadRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-}
-
-func (r WorkloadRef) String() string {
-	return fmt.Sprintf("%s %s/%s (%s)", r.Kind, r.Namespace, r.Name, r.APIVersion)
-}
-
-// Federation is the view of a Karmada control plane that placing its
-// ResourceBindings needs. Implementations answer Clusters and Namespace
-// from a cache; Annotations reads the control plane within ctx.
-type Federation interface {
-	// Clusters returns the member clusters, never written.
-	Clusters() []MemberCluster
-	// Namespace returns a namespace's labels and annotations on the
-	// control plane, ok false when it is not known.
-	Namespace(name string) (labels, annotations map[string]string, ok bool)
-	// Annotations returns the annotations of the workload ref: a binding
-	// does not carry its workload's.
-	Annotations(ctx context.Context, ref WorkloadRef) (map[string]string, error)
-}
+// MemberCluster, WorkloadRef and Federation are hold's.
+type (
+	MemberCluster = hold.MemberCluster
+	WorkloadRef   = hold.WorkloadRef
+	Federation    = hold.Federation
+)
 
 // Bindings configures the placement of Karmada ResourceBindings; without
 // a Federation they are admitted unchanged. Their decisions use
