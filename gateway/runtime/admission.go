@@ -29,6 +29,10 @@ type Admission struct {
 	TLSKey   string        // --tls-key: PEM private key of TLSCert
 	ClientCA string        // --admission-client-ca: PEM CA bundle the webhook's callers' certificates must chain to
 	MaxBody  int64         // --max-body: largest AdmissionReview, bytes
+	// KarmadaKubeconfig (--karmada-kubeconfig), when set, makes the
+	// webhook place the ResourceBindings of that Karmada API server
+	// (federation.go).
+	KarmadaKubeconfig string
 	// Now is the clock certificates are checked against; nil: time.Now.
 	Now func() time.Time
 	// Bundle is the OPA bundle's data the webhook decides with (regions,
@@ -42,6 +46,7 @@ type Admission struct {
 type admissionPart struct {
 	*Admission
 	tls *tls.Config // set by load when TLS is configured
+	fed federationPart
 }
 
 // load checks the flags and loads the TLS material, so that a bad
@@ -55,6 +60,8 @@ func (a *admissionPart) load(log *slog.Logger) error {
 		return errors.New("--admission-client-ca needs --tls-cert and --tls-key: client certificates only exist over TLS")
 	case a.ClientCA != "" && !a.Enabled:
 		return errors.New("--admission-client-ca protects the webhook route: it needs --admission")
+	case a.KarmadaKubeconfig != "" && !a.Enabled:
+		return errors.New("--karmada-kubeconfig places the bindings the webhook route receives: it needs --admission")
 	case a.FailOpen && !a.Enabled:
 		return errors.New("--admission-fail-open needs --admission")
 	case a.Timeout < 0 || a.Timeout >= httpapi.DefaultRequestTimeout:
@@ -191,10 +198,15 @@ func (a *admissionPart) mount(m *Runtime, next func(*echo.Echo)) (func(*echo.Ech
 	if err != nil {
 		return nil, fmt.Errorf("admission data: %w", err)
 	}
+	wl := m.controller.workloads(m.clk)
+	bindings, err := a.fed.open(m, a.KarmadaKubeconfig, &wl)
+	if err != nil {
+		return nil, err
+	}
 	w, err := admission.New(admission.Config{
 		Scheduler: m.gw.Service, Data: data, FailOpen: a.FailOpen, Timeout: a.Timeout,
 		MaxBody: a.MaxBody, RequireClientCert: a.ClientCA != "", Logger: m.Logger, Registerer: m.reg,
-		Workloads: m.controller.workloads(m.clk),
+		Workloads: wl, Bindings: bindings,
 	})
 	if err != nil {
 		return nil, err

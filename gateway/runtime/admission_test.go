@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,16 @@ func TestCertificateReload(t *testing.T) {
 	clock = clock.Add(2 * reloadEvery)
 	if got := served(); got != "second" {
 		t.Fatalf("served %s after the renewal, want second", got)
+	}
+}
+
+// TestKarmadaNeedsAdmission: --karmada-kubeconfig without --admission is
+// refused at startup, naming both flags.
+func TestKarmadaNeedsAdmission(t *testing.T) {
+	t.Parallel()
+	a := admissionPart{Admission: &Admission{KarmadaKubeconfig: "karmada.kubeconfig"}}
+	err := a.load(slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "--karmada-kubeconfig") || !strings.Contains(err.Error(), "--admission") {
+		t.Fatalf("got %v, want an error naming --karmada-kubeconfig and --admission", err)
 	}
 }

@@ -291,6 +291,11 @@ func (m *Runtime) Run(ctx context.Context) (err error) {
 	if mount, err = m.admission.mount(m, mount); err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			m.admission.fed.close()
+		}
+	}()
 	mount, casdkDoc, err := m.casdk.mount(m, mount, bundled, regs)
 	if err != nil {
 		return err
@@ -441,6 +446,7 @@ func (m *Runtime) Close() error {
 	m.closeOnce.Do(func() {
 		defer func() { m.closeErr = errors.Join(m.closeErr, m.tracing.Close()) }()
 		if m.srv == nil {
+			m.admission.fed.close()
 			m.registry.close()
 			m.store.close()
 			if m.gw != nil {
@@ -459,6 +465,7 @@ func (m *Runtime) Close() error {
 		}
 		m.warm()
 		m.controller.close()
+		m.admission.fed.close()
 		m.registry.close()
 		m.store.close()
 		m.gw.Close()
