@@ -44,6 +44,19 @@ func testBindingWebhook(t *testing.T, f *Federation) {
 	}
 
 	updates := hook.updates.Load()
+	editDeployment(t, f, to, ns, name)
+	time.Sleep(2 * time.Second)
+	wantOnlyIn(t, f, to, ns, name)
+	if hook.updates.Load() == updates {
+		t.Error("the webhook saw no binding UPDATE after the edit")
+	}
+}
+
+// editDeployment annotates Deployment ns/name on Karmada, which makes
+// Karmada rewrite its binding's placement from the policy, and waits until
+// the edit reaches member to.
+func editDeployment(t *testing.T, f *Federation, to *Cluster, ns, name string) {
+	t.Helper()
 	patch := []byte(`{"metadata":{"annotations":{"example.com/edited":"yes"}}}`)
 	if _, err := f.Karmada.Kube.AppsV1().Deployments(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -58,11 +71,6 @@ func testBindingWebhook(t *testing.T, f *Federation) {
 		}
 		return nil
 	})
-	time.Sleep(2 * time.Second)
-	wantOnlyIn(t, f, to, ns, name)
-	if hook.updates.Load() == updates {
-		t.Error("the webhook saw no binding UPDATE after the edit")
-	}
 }
 
 // narrowingWebhook is a webhook server for this test: it sets every

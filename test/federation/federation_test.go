@@ -33,6 +33,7 @@ func TestFederation(t *testing.T) {
 	t.Logf("figures: %d processes, RSS %.0f MiB after set-up", n, mib)
 	t.Run("Propagation", func(t *testing.T) { testPropagation(t, f) })
 	t.Run("BindingWebhook", func(t *testing.T) { testBindingWebhook(t, f) })
+	t.Run("Placement", func(t *testing.T) { testPlacement(t, f) })
 }
 
 // testPropagation checks that Karmada's own placement works: a Deployment
@@ -98,11 +99,18 @@ func memberNames(f *Federation) []any {
 // a PropagationPolicy of its own with placement.
 func createDeployment(t *testing.T, f *Federation, ns, name string, replicas int32, placement map[string]any) {
 	t.Helper()
+	createAnnotatedDeployment(t, f, ns, name, replicas, placement, nil)
+}
+
+// createAnnotatedDeployment is createDeployment of a Deployment with
+// annotations.
+func createAnnotatedDeployment(t *testing.T, f *Federation, ns, name string, replicas int32, placement map[string]any, annotations map[string]string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{

@@ -1,0 +1,156 @@
+//go:build interop
+
+package federation
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/carbongate/carbongate/forecast/regions"
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/services"
+)
+
+// replayStart is carbongate's replay clock in these tests.
+const replayStart = "2021-06-01T00:00:00Z"
+
+// testPlacement runs carbongate (the binary) with --karmada-kubeconfig as
+// the binding webhook: a Deployment with a deadline whose policy allows
+// all three members lands only in the member whose grid zone carbongate
+// decides (the greenest window by the bundled data at the replay clock,
+// as POST /v1/schedule answers over the members' zones), stays there
+// after an edit, and its binding carries the decision.
+func testPlacement(t *testing.T, f *Federation) {
+	const ns, name = "placed", "placed"
+	g := startBindingGate(t, f)
+	f.RegisterBindingWebhook(t, "carbongate-bindings", g.url+admission.Path, g.caPEM)
+	deadline := "2021-06-01T12:00:00Z"
+	opted := map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"}
+	want := g.decidedMember(t, f.Members, "PT2H", deadline)
+	createNamespace(t, f, ns)
+	createAnnotatedDeployment(t, f, ns, name, 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}}, opted)
+
+	// The same workload allowed the two others goes to the better of them.
+	var others []*Cluster
+	var otherNames []any
+	for _, m := range f.Members {
+		if m != want {
+			others, otherNames = append(others, m), append(otherNames, m.Name)
+		}
+	}
+	second := g.decidedMember(t, others, "PT2H", deadline)
+	createAnnotatedDeployment(t, f, ns, "second", 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": otherNames}}, opted)
+
+	waitDeployment(t, want, ns, name, 1)
+	waitDeployment(t, second, ns, "second", 1)
+	time.Sleep(2 * time.Second)
+	wantOnlyIn(t, f, want, ns, name)
+	wantOnlyIn(t, f, second, ns, "second")
+	b, err := f.Karmada.Dynamic.Resource(ResourceBindingResource).Namespace(ns).Get(context.Background(), name+"-deployment", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := b.GetAnnotations()
+	if a[admission.AnnotationCluster] != want.Name || a[hold.AnnotationRegion] != want.Region || a[admission.AnnotationProvenance] == "" || a[hold.AnnotationSignature] == "" {
+		t.Fatalf("binding annotations %v: want the decision for %s (%s)", a, want.Name, want.Region)
+	}
+
+	editDeployment(t, f, want, ns, name)
+	time.Sleep(2 * time.Second)
+	wantOnlyIn(t, f, want, ns, name)
+}
+
+// bindingGate is a running carbongate serving the binding webhook.
+type bindingGate struct {
+	url    string
+	caPEM  []byte
+	client *http.Client
+}
+
+// startBindingGate runs carbongate over TLS with --admission,
+// --karmada-kubeconfig (Karmada's admin) and the client CA of Karmada's
+// API server.
+func startBindingGate(t *testing.T, f *Federation) *bindingGate {
+	t.Helper()
+	dir := t.TempDir()
+	ca := services.NewCA(t, "carbongate-serving-ca")
+	certPEM, keyPEM := ca.Issue(t, "127.0.0.1", false, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "client-ca.crt": f.Karmada.WebhookCA.PEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	g := &bindingGate{caPEM: ca.PEM, client: &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}}
+	bin := services.GoBuild(t, "carbongate")
+	services.StartBinary(t, services.Binary{
+		Name: "carbongate", Path: filepath.Join(bin, "carbongate"),
+		ArgsFor: func() []string {
+			port := services.FreePort(t)
+			g.url = fmt.Sprintf("https://127.0.0.1:%d", port)
+			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--clock", "replay", "--replay-start", replayStart,
+				"--drain-delay", "0s", "--access-log=false",
+				"--admission", "--tls-cert", filepath.Join(dir, "tls.crt"), "--tls-key", filepath.Join(dir, "tls.key"),
+				"--admission-client-ca", filepath.Join(dir, "client-ca.crt"), "--karmada-kubeconfig", f.Karmada.Kubeconfig}
+		},
+		Ready: func(ctx context.Context) error { return services.TLSReady(g.url+"/readyz", ca.Cert)(ctx) },
+	})
+	return g
+}
+
+// decidedMember asks g's POST /v1/schedule where a run of duration by
+// deadline goes among the grid zones of members, and returns that member.
+func (g *bindingGate) decidedMember(t *testing.T, members []*Cluster, duration, deadline string) *Cluster {
+	t.Helper()
+	table, err := regions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byZone := map[string]*Cluster{}
+	var zones []string
+	for _, m := range members {
+		r, err := table.Lookup(m.Provider, m.Region)
+		if err != nil {
+			t.Fatalf("member %s: %v", m.Name, err)
+		}
+		byZone[string(r.Zone)] = m
+		zones = append(zones, string(r.Zone))
+	}
+	body, err := json.Marshal(map[string]any{"zones": zones, "duration": duration, "deadline": deadline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := g.client.Post(g.url+"/v1/schedule", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d struct {
+		Decision struct {
+			Zone string `json:"zone"`
+		} `json:"decision"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/schedule: %s, %v", resp.Status, err)
+	}
+	m, ok := byZone[d.Decision.Zone]
+	if !ok {
+		t.Fatalf("POST /v1/schedule chose %q, not a member's zone %v", d.Decision.Zone, zones)
+	}
+	t.Logf("carbongate decides %s (%s, zone %s) among %v", m.Name, m.Region, d.Decision.Zone, zones)
+	return m
+}
