@@ -169,8 +169,9 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	return o
 }
 
-// unplaced admits a binding unchanged but for AnnotationUnscheduled
-// saying why, with why as its warning.
+// unplaced admits an object (a workload not held, a binding not placed)
+// unchanged but for AnnotationUnscheduled saying why, with why as its
+// warning.
 func unplaced(raw []byte, why string) outcome {
 	p, err := newRawPatch(raw)
 	if err != nil {

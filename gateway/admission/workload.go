@@ -124,17 +124,17 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 // decision signed for subject, or admits it unheld saying why.
 func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, subject hold.Subject, win window, watts float64, requestID string, sched Scheduler) outcome {
 	if win.runNow != "" {
-		o := w.unheld(raw, wl, win.runNow)
+		o := unplaced(raw, win.runNow)
 		o.message = "" // not a failure: no warning
 		return o
 	}
 	dur, deadline := win.dur, win.deadline
 	if deadline.Before(win.now.Add(dur)) {
-		return w.unheld(raw, wl, fmt.Sprintf("cannot place: the deadline %s is sooner than now (%s) plus the duration %v", deadline.Format(time.RFC3339), win.now.Format(time.RFC3339), dur))
+		return unplaced(raw, fmt.Sprintf("cannot place: the deadline %s is sooner than now (%s) plus the duration %v", deadline.Format(time.RFC3339), win.now.Format(time.RFC3339), dur))
 	}
 	cand := w.workloadCandidates(wl.pod)
 	if len(cand.zones) == 0 {
-		return w.unheld(raw, wl, cand.why)
+		return unplaced(raw, cand.why)
 	}
 	s := spec{Duration: dur.String(), Deadline: deadline.Format(time.RFC3339)}
 	if z := w.zoneOf(w.cfg.Workloads.Region); z != "" && slices.Contains(cand.zones, z) {
@@ -143,15 +143,15 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 	d, err := w.schedule(ctx, sched, cand.zones, s)
 	if err != nil {
 		if userFault(err) { // e.g. longer than the forecast horizon
-			return w.unheld(raw, wl, "cannot place: "+forecast.ErrorMessage(err))
+			return unplaced(raw, "cannot place: "+forecast.ErrorMessage(err))
 		}
-		return w.unheld(raw, wl, w.failed(err, object{}).message)
+		return unplaced(raw, w.failed(err, object{}).message)
 	}
 	region := cand.reps[d.Decision.Zone]
 	dec := hold.Decision{Region: region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: deadline.Add(-dur)}
 	prov, err := provenanceJSON(region, d, requestID)
 	if err != nil {
-		return w.unheld(raw, wl, "encoding the provenance: "+err.Error())
+		return unplaced(raw, "encoding the provenance: "+err.Error())
 	}
 	p, err := newRawPatch(raw)
 	if err != nil {
@@ -321,11 +321,6 @@ func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) o
 		}
 	}
 	return p.outcome()
-}
-
-// unheld admits wl without holding it, annotated with why.
-func (w *Webhook) unheld(raw []byte, _ workload, why string) outcome {
-	return unplaced(raw, why)
 }
 
 // pin ANDs "node region In [region]" into the required node affinity of

@@ -209,6 +209,7 @@ func (a *admissionPart) mount(m *Runtime, next func(*echo.Echo)) (func(*echo.Ech
 		Workloads: wl, Bindings: bindings,
 	})
 	if err != nil {
+		a.fed.close()
 		return nil, err
 	}
 	m.Logger.Info("admission webhook enabled", "path", admission.Path, "fail_open", a.FailOpen,
