@@ -48,21 +48,21 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
-	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
-// The workload kind the webhook schedules.
+// The workload kind the webhook schedules (package v1alpha1 types it).
 const (
-	Group    = hold.VMGroup
-	Version  = hold.VMVersion
-	Kind     = hold.VMKind
-	Resource = hold.VMResource
+	Group    = v1alpha1.Group
+	Version  = v1alpha1.Version
+	Kind     = v1alpha1.Kind
+	Resource = v1alpha1.Resource
 )
 
 // Annotations the webhook writes.
 const (
-	AnnotationProvenance  = hold.AnnotationProvenance
-	AnnotationUnscheduled = hold.AnnotationUnscheduled
+	AnnotationProvenance  = v1alpha1.AnnotationProvenance
+	AnnotationUnscheduled = v1alpha1.AnnotationUnscheduled
 )
 
 // DefaultTimeout bounds the scheduling call: well under the webhook's

@@ -5,11 +5,11 @@ import (
 	"slices"
 
 	"github.com/carbongate/carbongate/forecast"
-	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
 // DefaultProvider is the provider of a VmTemplate without spec.provider.
-const DefaultProvider = hold.DefaultProvider
+const DefaultProvider = v1alpha1.DefaultProvider
 
 // Region is a cloud region as the decision sees it.
 type Region struct {

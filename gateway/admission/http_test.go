@@ -18,6 +18,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/clock"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 	"github.com/carbongate/carbongate/gateway/httpapi"
 	"github.com/carbongate/carbongate/gateway/wiring"
 )
@@ -207,7 +208,7 @@ func TestRouteSchedules(t *testing.T) {
 	if len(ops) != 6 || ops[0].Path != "/spec/provider" || ops[1].Value != "westeurope" || ops[2].Value != stamp(d.Decision.Start) || ops[3].Path != "/spec/instanceType" {
 		t.Fatalf("patch %s, want westeurope at %s", rv.Response.Patch, stamp(d.Decision.Start))
 	}
-	var p provenance
+	var p v1alpha1.Provenance
 	if err := json.Unmarshal([]byte(ops[5].Value.(string)), &p); err != nil || p.Zone != "NL" || p.RequestID == "" || p.Sources["NL"] == "" {
 		t.Fatalf("provenance %v: %v", ops[5].Value, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast/instances"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
 // op is one RFC 6902 operation: the webhook adds, and removes only the
@@ -50,20 +51,6 @@ func annotate(ops []op, obj object, key, value string) []op {
 	return append(ops, add("/metadata/annotations/"+pointerEscape(key), value))
 }
 
-// provenance is the value of the carbongate.io/provenance annotation,
-// compact JSON with its keys in sorted order (as OPA's json.marshal writes
-// them). Times and numbers are written as POST /v1/schedule writes them.
-type provenance struct {
-	End           string            `json:"end"`
-	MeanIntensity float64           `json:"mean_intensity"`
-	Region        string            `json:"region"`
-	RequestID     string            `json:"request_id"`
-	SavingsPct    *float64          `json:"savings_pct"` // null without a baseline
-	Sources       map[string]string `json:"sources"`     // zone → forecast source, every candidate
-	Start         string            `json:"start"`
-	Zone          string            `json:"zone"`
-}
-
 // stamp formats t as the HTTP API does (time.Time's JSON form).
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
@@ -87,9 +74,12 @@ func scheduledPatch(obj object, s spec, region string, d gateway.Decision, reque
 	return annotate(ops, obj, AnnotationProvenance, p), nil
 }
 
-// provenanceJSON is the provenance annotation of decision d in region.
+// provenanceJSON is the provenance annotation of decision d in region:
+// v1alpha1.Provenance as compact JSON, its keys in sorted order (as OPA's
+// json.marshal writes them). Times and numbers are written as POST
+// /v1/schedule writes them.
 func provenanceJSON(region string, d gateway.Decision, requestID string) (string, error) {
-	p := provenance{
+	p := v1alpha1.Provenance{
 		Zone: string(d.Decision.Zone), Region: region, Start: stamp(d.Decision.Start), End: stamp(d.Decision.End),
 		MeanIntensity: d.Decision.Mean, SavingsPct: d.SavingsPct, RequestID: requestID,
 		Sources: make(map[string]string, len(d.Provenance)),

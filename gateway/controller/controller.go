@@ -52,6 +52,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 	"github.com/carbongate/carbongate/models/ledger"
 )
 
@@ -145,6 +146,9 @@ func New(cfg Config) (*Controller, error) {
 	klog.SetLogger(log)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	held, err := watched(cfg.Observed != nil)
@@ -245,7 +249,7 @@ func (c *Controller) setup() error {
 		}
 	}
 	v := &vmReconciler{kinds: c.cfg.VMKinds, client: c.mgr.GetClient(), reader: c.mgr.GetAPIReader(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger}
-	if err := ctrl.NewControllerManagedBy(c.mgr).Named("vmtemplate").For(newVmTemplate()).
+	if err := ctrl.NewControllerManagedBy(c.mgr).Named("vmtemplate").For(&v1alpha1.VmTemplate{}).
 		WithOptions(ctrlOptions(c.cfg.Workers)).Complete(v); err != nil {
 		return fmt.Errorf("controller: vmtemplate: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
+
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
 func TestParseVMKinds(t *testing.T) {
@@ -54,11 +56,9 @@ func TestRenderRefusesOtherKinds(t *testing.T) {
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: TemplatePrefix + "azure"}, Data: map[string]string{TemplateKey: tc.object}}
 		r := &vmReconciler{kinds: DefaultVMKinds(), reader: fake.NewClientBuilder().WithObjects(cm).Build()}
-		vm := newVmTemplate()
-		vm.SetNamespace("vms")
-		vm.SetName("batch-1")
-		spec := map[string]any{"provider": "azure"}
-		obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral"}, spec)
+		vm := &v1alpha1.VmTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "batch-1"}}
+		vm.Spec.Provider = ptr("azure")
+		obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral"})
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -138,10 +138,9 @@ func TestKubeUpTemplateIsAllowed(t *testing.T) {
 		t.Fatal("no ConfigMap in deploy/local/vmtemplate.yaml")
 	}
 	r := &vmReconciler{kinds: DefaultVMKinds(), reader: fake.NewClientBuilder().WithObjects(cm).Build()}
-	vm := newVmTemplate()
-	vm.SetNamespace(cm.Namespace)
-	vm.SetName("batch-1")
-	obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral", Zone: "SE", Start: "2021-06-02T00:00:00Z"}, map[string]any{"minCPU": 4})
+	vm := &v1alpha1.VmTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: "batch-1"}}
+	vm.Spec.MinCPU = ptr[int64](4)
+	obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral", Zone: "SE", Start: "2021-06-02T00:00:00Z"})
 	if err != nil {
 		t.Fatal(err)
 	}

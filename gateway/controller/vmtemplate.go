@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,16 +26,17 @@ import (
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
-// VmTemplate phases (status.phase).
+// VmTemplate phases (status.phase): v1alpha1's.
 const (
-	PhasePending     = "Pending"     // no decision yet
-	PhaseScheduled   = "Scheduled"   // waiting for its release time
-	PhaseReleased    = "Released"    // the provider's object exists, not ready yet
-	PhaseProvisioned = "Provisioned" // the provider's object is Ready
-	PhaseExpired     = "Expired"     // its deadline passed before it could be released
-	PhaseFailed      = "Failed"      // see status.message; retried
+	PhasePending     = v1alpha1.PhasePending
+	PhaseScheduled   = v1alpha1.PhaseScheduled
+	PhaseReleased    = v1alpha1.PhaseReleased
+	PhaseProvisioned = v1alpha1.PhaseProvisioned
+	PhaseExpired     = v1alpha1.PhaseExpired
+	PhaseFailed      = v1alpha1.PhaseFailed
 )
 
 // TemplatePrefix names the ConfigMap holding a provider's object template
@@ -52,33 +53,8 @@ const (
 	retryEvery = 15 * time.Second
 )
 
-var vmGVK = schema.GroupVersionKind{Group: hold.VMGroup, Version: hold.VMVersion, Kind: hold.VMKind}
-
-func newVmTemplate() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(vmGVK)
-	return u
-}
-
 // vmStatus is a VmTemplate's status subresource.
-type vmStatus struct {
-	Phase      string             `json:"phase,omitempty"`
-	Message    string             `json:"message,omitempty"`
-	Region     string             `json:"region,omitempty"`
-	Zone       string             `json:"zone,omitempty"`
-	Start      string             `json:"start,omitempty"`
-	ReleaseAt  string             `json:"releaseAt,omitempty"`
-	SavingsPct *float64           `json:"savingsPct,omitempty"`
-	ReleasedAt string             `json:"releasedAt,omitempty"`
-	Resource   *resourceRef       `json:"resource,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
-type resourceRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-}
+type vmStatus = v1alpha1.VmTemplateStatus
 
 // vmReconciler moves VmTemplates through their phases.
 type vmReconciler struct {
@@ -93,8 +69,10 @@ type vmReconciler struct {
 }
 
 func (r *vmReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	vm := newVmTemplate()
-	if err := r.client.Get(ctx, req.NamespacedName, vm); err != nil {
+	// Read from the API server, not the cache: a reconcile never acts on
+	// a status older than its own last write.
+	vm := &v1alpha1.VmTemplate{}
+	if err := r.reader.Get(ctx, req.NamespacedName, vm); err != nil {
 		r.metrics.forget("vmtemplate", req.String())
 		if apierrors.IsNotFound(err) {
 			r.retries.reset(req.String())
@@ -105,26 +83,25 @@ func (r *vmReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		r.metrics.forget("vmtemplate", req.String())
 		return ctrl.Result{}, nil
 	}
-	st := readStatus(vm)
+	st := *vm.Status.DeepCopy()
 	switch st.Phase {
 	case PhaseProvisioned, PhaseExpired:
 		return ctrl.Result{}, nil
 	case PhaseReleased:
 		return r.track(ctx, vm, st)
 	}
-	spec, _ := vm.Object["spec"].(map[string]any)
-	str := func(k string) string { s, _ := spec[k].(string); return s }
+	spec := &vm.Spec
 	now := r.clock.Now()
-	region, reason := str("schedulingRegion"), hold.ReasonScheduled
-	start, err := time.Parse(time.RFC3339, str("schedulingTime"))
+	region, reason := deref(spec.SchedulingRegion), hold.ReasonScheduled
+	start, err := time.Parse(time.RFC3339, deref(spec.SchedulingTime))
 	if region == "" || err != nil { // not scheduled (the webhook failed open, or none runs): released now, in the origin
-		region, start, reason = str("originRegion"), now, "unscheduled"
+		region, start, reason = spec.OriginRegion, now, "unscheduled"
 	}
 	at := start
 	var deadline time.Time
-	if dl, err := time.Parse(time.RFC3339, str("deadline")); err == nil {
+	if dl, err := time.Parse(time.RFC3339, deref(spec.Deadline)); err == nil {
 		deadline = dl
-		if dur, err := gateway.ParseDuration(str("duration")); err == nil && dl.Add(-dur).Before(at) {
+		if dur, err := gateway.ParseDuration(spec.Duration); err == nil && dl.Add(-dur).Before(at) {
 			at, reason = dl.Add(-dur), hold.ReasonGuard
 		}
 	}
@@ -148,12 +125,20 @@ func (r *vmReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		r.metrics.forget("vmtemplate", req.String())
 		return ctrl.Result{}, r.writeStatus(ctx, vm, st)
 	}
-	return r.create(ctx, vm, st, spec, reason, now, at)
+	return r.create(ctx, vm, st, reason, now, at)
+}
+
+// deref returns *p, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // create makes the provider's object from its template and records it.
-func (r *vmReconciler) create(ctx context.Context, vm *unstructured.Unstructured, st vmStatus, spec map[string]any, reason string, now, at time.Time) (ctrl.Result, error) {
-	obj, err := r.render(ctx, vm, st, spec)
+func (r *vmReconciler) create(ctx context.Context, vm *v1alpha1.VmTemplate, st vmStatus, reason string, now, at time.Time) (ctrl.Result, error) {
+	obj, err := r.render(ctx, vm, st)
 	if err == nil {
 		err = r.client.Create(ctx, obj)
 		if apierrors.IsAlreadyExists(err) {
@@ -175,7 +160,7 @@ func (r *vmReconciler) create(ctx context.Context, vm *unstructured.Unstructured
 	}
 	r.retries.reset(key)
 	st.Phase, st.Message, st.ReleasedAt = PhaseReleased, "created "+obj.GetKind()+" "+obj.GetName(), now.UTC().Format(time.RFC3339)
-	st.Resource = &resourceRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName()}
+	st.Resource = &v1alpha1.ResourceRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName()}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: "Released", Status: metav1.ConditionTrue, Reason: conditionReason(reason), Message: st.Message})
 	lag := clock.Wall(r.clock, now.Sub(at))
 	r.metrics.released("vmtemplate", reason, lag)
@@ -214,16 +199,20 @@ func (b *backoff) reset(key string) {
 	delete(b.fails, key)
 }
 
-// templateData is what a provider template sees.
+// templateData is what a provider template sees. Spec is the VmTemplate's
+// spec by its JSON names ({{ .Spec.minCPU }}), as the API server stores it.
 type templateData struct {
 	Name, Namespace, Provider, Region, Zone, Start string
 	Spec                                           map[string]any
 }
 
 // render executes the provider's template for vm.
-func (r *vmReconciler) render(ctx context.Context, vm *unstructured.Unstructured, st vmStatus, spec map[string]any) (*unstructured.Unstructured, error) {
-	provider, _ := spec["provider"].(string)
-	provider = cmp.Or(provider, hold.DefaultProvider)
+func (r *vmReconciler) render(ctx context.Context, vm *v1alpha1.VmTemplate, st vmStatus) (*unstructured.Unstructured, error) {
+	provider := cmp.Or(deref(vm.Spec.Provider), v1alpha1.DefaultProvider)
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&vm.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("reading spec: %v", err)
+	}
 	cm := &corev1.ConfigMap{}
 	name := TemplatePrefix + provider
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: vm.GetNamespace(), Name: name}, cm); err != nil {
@@ -253,13 +242,13 @@ func (r *vmReconciler) render(ctx context.Context, vm *unstructured.Unstructured
 	if obj.GetName() == "" {
 		obj.SetName(vm.GetName())
 	}
-	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(vm, vmGVK)})
+	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(vm, v1alpha1.GroupVersionKind)})
 	return obj, nil
 }
 
 // adopted checks that an existing object of obj's name is vm's (created by
 // an earlier attempt whose status write was lost).
-func (r *vmReconciler) adopted(ctx context.Context, vm, obj *unstructured.Unstructured) error {
+func (r *vmReconciler) adopted(ctx context.Context, vm *v1alpha1.VmTemplate, obj *unstructured.Unstructured) error {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
@@ -272,7 +261,7 @@ func (r *vmReconciler) adopted(ctx context.Context, vm, obj *unstructured.Unstru
 }
 
 // track mirrors the provider object's Ready condition.
-func (r *vmReconciler) track(ctx context.Context, vm *unstructured.Unstructured, st vmStatus) (ctrl.Result, error) {
+func (r *vmReconciler) track(ctx context.Context, vm *v1alpha1.VmTemplate, st vmStatus) (ctrl.Result, error) {
 	if st.Resource == nil {
 		return ctrl.Result{}, nil
 	}
@@ -344,12 +333,9 @@ func conditionReason(s string) string {
 }
 
 // provenanceOf reads the zone and saving the webhook annotated.
-func provenanceOf(vm *unstructured.Unstructured) (string, *float64) {
-	var p struct {
-		Zone       string   `json:"zone"`
-		SavingsPct *float64 `json:"savings_pct"`
-	}
-	if json.Unmarshal([]byte(vm.GetAnnotations()[hold.AnnotationProvenance]), &p) != nil {
+func provenanceOf(vm *v1alpha1.VmTemplate) (string, *float64) {
+	var p v1alpha1.Provenance
+	if json.Unmarshal([]byte(vm.Annotations[v1alpha1.AnnotationProvenance]), &p) != nil {
 		return "", nil
 	}
 	if p.SavingsPct != nil {
@@ -359,26 +345,9 @@ func provenanceOf(vm *unstructured.Unstructured) (string, *float64) {
 	return p.Zone, p.SavingsPct
 }
 
-func readStatus(vm *unstructured.Unstructured) vmStatus {
-	var st vmStatus
-	if raw, ok := vm.Object["status"]; ok {
-		b, _ := json.Marshal(raw)
-		_ = json.Unmarshal(b, &st)
-	}
-	return st
-}
-
 // writeStatus replaces vm's status with st (conflicts are retried by the
 // work queue).
-func (r *vmReconciler) writeStatus(ctx context.Context, vm *unstructured.Unstructured, st vmStatus) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	vm.Object["status"] = m
+func (r *vmReconciler) writeStatus(ctx context.Context, vm *v1alpha1.VmTemplate, st vmStatus) error {
+	vm.Status = st
 	return r.client.Status().Update(ctx, vm)
 }

@@ -197,7 +197,7 @@ func TestTableIsOrdered(t *testing.T) {
 	}
 	for _, c := range []struct{ path, layer string }{
 		{"forecast", "kernel"}, {"forecast/store/postgres", "domain"}, {"internal/pgwire", "cross-cutting"},
-		{"gateway", "gateway"}, {"gateway/httpedge", "gateway"}, {"gateway/httpapi", "edges"},
+		{"gateway", "gateway"}, {"gateway/httpedge", "gateway"}, {"gateway/hold/v1alpha1", "gateway"}, {"gateway/httpapi", "edges"},
 		{"gateway/wiring", "wiring"}, {"cmd/internal/cli", "binaries"}, {"test/testsupport", "tests"},
 	} {
 		if l, _ := layerOf(c.path); l == nil || l.name != c.layer {

@@ -2,19 +2,6 @@ package hold
 
 import corev1 "k8s.io/api/core/v1"
 
-// The VmTemplate kind (carbongate.io/v1alpha1) that the webhook places and
-// the controller provisions.
-const (
-	VMGroup    = "carbongate.io"
-	VMVersion  = "v1alpha1"
-	VMKind     = "VmTemplate"
-	VMResource = "vmtemplates"
-)
-
-// DefaultProvider is the provider of a VmTemplate without spec.provider:
-// the provider with latency data in the OPA bundle.
-const DefaultProvider = "azure"
-
 // Cluster is what the webhook reads of the cluster to hold Jobs and Pods:
 // the controller's informer cache in production.
 type Cluster interface {
