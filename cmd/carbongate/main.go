@@ -23,7 +23,7 @@ import (
 	"github.com/carbongate/carbongate/cmd/internal/cli"
 	"github.com/carbongate/carbongate/cmd/internal/daemon"
 	"github.com/carbongate/carbongate/cmd/internal/version"
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/gateway/casdk"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/guard"
@@ -50,7 +50,7 @@ type Main struct {
 // NewMain returns a Main with the documented defaults.
 func NewMain() *Main {
 	m := &Main{Params: runtime.DefaultParams(), LogLevel: slog.LevelInfo, Stderr: os.Stderr}
-	m.Admission.Bundle = opabundle.Admission{}
+	m.Admission.Bundle = opa.Admission{}
 	return m
 }
 

@@ -1,4 +1,4 @@
-// Package opabundle embeds the data files of carbongate's OPA admission
+// Package opa embeds the data files of carbongate's OPA admission
 // bundle (this directory), so that carbongate's own webhook decides from
 // exactly the numbers the Rego policy reads. It holds no decision logic.
 //
@@ -14,7 +14,7 @@
 //	                             generated from regions, latency and residency (what the policy reads)
 //	instances/<provider>/data.json the instance types spec.instanceType is chosen from, in the
 //	                             order of forecast/instances' Fit (aws and azure only), generated
-package opabundle
+package opa
 
 import (
 	"embed"
@@ -212,13 +212,13 @@ func LoadCandidates(provider string) (Candidates, error) {
 func load(name string, v any) error {
 	b, err := fs.ReadFile(Data(), name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &forecast.Error{Code: forecast.ENOTFOUND, Message: "opabundle: no " + name, Err: err}
+		return &forecast.Error{Code: forecast.ENOTFOUND, Message: "opa bundle: no " + name, Err: err}
 	}
 	if err != nil {
-		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opabundle: reading " + name, Err: err}
+		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opa bundle: reading " + name, Err: err}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opabundle: decoding " + name, Err: err}
+		return &forecast.Error{Code: forecast.EINTERNAL, Message: "opa bundle: decoding " + name, Err: err}
 	}
 	return nil
 }

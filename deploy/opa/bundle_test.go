@@ -1,4 +1,4 @@
-package opabundle_test
+package opa_test
 
 import (
 	"cmp"
@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast/regions"
 )
 
 func TestLoadConfig(t *testing.T) {
 	t.Parallel()
-	c, err := opabundle.LoadConfig()
+	c, err := opa.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestLoadConfig(t *testing.T) {
 func TestLoadLatency(t *testing.T) {
 	t.Parallel()
 	for _, p := range regions.Providers() {
-		l, ok, err := opabundle.LoadLatency(p)
+		l, ok, err := opa.LoadLatency(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -75,7 +75,7 @@ func TestLoadLatency(t *testing.T) {
 // region is listed, with that country.
 func TestResidencyMatchesRegionTable(t *testing.T) {
 	t.Parallel()
-	res, err := opabundle.LoadResidency()
+	res, err := opa.LoadResidency()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,15 +127,15 @@ func TestResidencyMatchesRegionTable(t *testing.T) {
 func TestLoadCandidates(t *testing.T) {
 	t.Parallel()
 	for _, p := range regions.Providers() {
-		c, err := opabundle.LoadCandidates(p)
+		c, err := opa.LoadCandidates(p)
 		if err != nil {
 			t.Fatalf("LoadCandidates(%s): %v", p, err)
 		}
-		rs, err := opabundle.LoadRegions(p)
+		rs, err := opa.LoadRegions(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, hasLatency, err := opabundle.LoadLatency(p)
+		_, hasLatency, err := opa.LoadLatency(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,14 +147,14 @@ func TestLoadCandidates(t *testing.T) {
 				t.Errorf("%s origin %s: not a region, or not its own first candidate", p, name)
 				continue
 			}
-			if !slices.IsSortedFunc(o.Candidates, func(a, b opabundle.Candidate) int {
+			if !slices.IsSortedFunc(o.Candidates, func(a, b opa.Candidate) int {
 				return cmp.Or(cmp.Compare(a.RTTms, b.RTTms), cmp.Compare(a.Region, b.Region))
 			}) {
 				t.Errorf("%s origin %s: candidates not sorted by rtt_ms, region", p, name)
 			}
 		}
 	}
-	if _, err := opabundle.LoadCandidates("nimbus"); err == nil {
+	if _, err := opa.LoadCandidates("nimbus"); err == nil {
 		t.Error("LoadCandidates(nimbus) succeeded")
 	}
 }
@@ -162,7 +162,7 @@ func TestLoadCandidates(t *testing.T) {
 func TestDataTree(t *testing.T) {
 	t.Parallel()
 	var got []string
-	err := fs.WalkDir(opabundle.Data(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(opa.Data(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			got = append(got, p)
 		}
@@ -177,17 +177,17 @@ func TestDataTree(t *testing.T) {
 		}
 	}
 	for _, p := range regions.Providers() {
-		if _, err := opabundle.LoadRegions(p); err != nil {
+		if _, err := opa.LoadRegions(p); err != nil {
 			t.Errorf("LoadRegions(%s): %v", p, err)
 		}
 	}
-	if _, err := opabundle.LoadRegions("nimbus"); err == nil {
+	if _, err := opa.LoadRegions("nimbus"); err == nil {
 		t.Error("LoadRegions(nimbus) succeeded")
 	}
 }
 
 func ExampleLoadRegions() {
-	rs, err := opabundle.LoadRegions("azure")
+	rs, err := opa.LoadRegions("azure")
 	if err != nil {
 		panic(err)
 	}

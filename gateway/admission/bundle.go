@@ -14,7 +14,7 @@ type bundleData struct {
 }
 
 // BundleSource is what Bundle reads of the OPA bundle's data files, in
-// plain types; opabundle.Admission implements it. The caller passes it, so
+// plain types; opa.Admission implements it. The caller passes it, so
 // that the webhook does not import the deployment tree.
 type BundleSource interface {
 	// RegionZones returns the regions of provider (regions/<provider>):
@@ -47,7 +47,7 @@ func Bundle(src BundleSource) (Data, error) {
 			zone := forecast.Zone(z)
 			if zone != "" {
 				if zone, err = forecast.ParseZone(z); err != nil {
-					return nil, fmt.Errorf("opabundle regions/%s: region %s: %w", p, name, err)
+					return nil, fmt.Errorf("opa bundle regions/%s: region %s: %w", p, name, err)
 				}
 			}
 			d.regions[p] = append(d.regions[p], Region{Name: name, Zone: zone, EU: eu[name]})

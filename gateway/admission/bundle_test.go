@@ -3,7 +3,7 @@ package admission
 import (
 	"testing"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 )
 
 // TestBundle: Data reads the OPA bundle's files as they are.
@@ -38,7 +38,7 @@ func TestBundle(t *testing.T) {
 	if len(d.Regions("oracle")) == 0 || d.HasLatency("aws") || !d.HasLatency("azure") {
 		t.Error("oracle has no regions, or latency data is not azure's alone")
 	}
-	l, _, err := opabundle.LoadLatency("azure")
+	l, _, err := opa.LoadLatency("azure")
 	if err != nil {
 		t.Fatal(err)
 	}

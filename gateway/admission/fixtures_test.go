@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/httpapi"
@@ -345,15 +345,15 @@ func representative(t *testing.T, provider, origin string, maxMs float64, eu boo
 	if provider == "" {
 		provider = DefaultProvider
 	}
-	rs, err := opabundle.LoadRegions(provider)
+	rs, err := opa.LoadRegions(provider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := opabundle.LoadResidency()
+	res, err := opa.LoadResidency()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lat, hasLatency, err := opabundle.LoadLatency(provider)
+	lat, hasLatency, err := opa.LoadLatency(provider)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/clock"
@@ -243,7 +243,7 @@ func decodeResponse(t testing.TB, body []byte) reviewJSON {
 
 func mustBundle(t testing.TB) Data {
 	t.Helper()
-	d, err := Bundle(opabundle.Admission{})
+	d, err := Bundle(opa.Admission{})
 	if err != nil {
 		t.Fatal(err)
 	}

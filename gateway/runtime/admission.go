@@ -36,7 +36,7 @@ type Admission struct {
 	// Now is the clock certificates are checked against; nil: time.Now.
 	Now func() time.Time
 	// Bundle is the OPA bundle's data the webhook decides with (regions,
-	// zones, EU membership, latencies): opabundle.Admission{}, handed in by
+	// zones, EU membership, latencies): opa.Admission{}, handed in by
 	// the binary so that the runtime does not import the deployment tree.
 	// Required with Enabled.
 	Bundle admission.BundleSource

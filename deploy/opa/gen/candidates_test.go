@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 )
 
 // TestCandidates checks the derivation on small tables. The "ties" case
@@ -14,32 +14,32 @@ import (
 // admission_test.rego).
 func TestCandidates(t *testing.T) {
 	t.Parallel()
-	azure, err := opabundle.LoadRegions("azure")
+	azure, err := opa.LoadRegions("azure")
 	if err != nil {
 		t.Fatal(err)
 	}
-	us := map[string]opabundle.Region{
+	us := map[string]opa.Region{
 		"eastus":         {Zone: "US-MIDA-PJM"},
 		"eastus2":        {Zone: "US-MIDA-PJM"},
 		"centralus":      {Zone: "US-MIDW-MISO"},
 		"northcentralus": {Zone: "US-MIDW-MISO"},
 		"westus3":        {Zone: ""},
 	}
-	eu := map[string]opabundle.Region{"westeurope": {Zone: "NL"}, "swedencentral": {Zone: "SE"}, "uksouth": {Zone: "GB"}}
-	type c = opabundle.Candidate
-	type r = opabundle.Representative
+	eu := map[string]opa.Region{"westeurope": {Zone: "NL"}, "swedencentral": {Zone: "SE"}, "uksouth": {Zone: "GB"}}
+	type c = opa.Candidate
+	type r = opa.Representative
 	tests := []struct {
 		name    string
-		regions map[string]opabundle.Region
+		regions map[string]opa.Region
 		rtt     map[string]map[string]float64 // nil: no latency data
 		eu      map[string]string
 		origin  string
-		want    opabundle.Origin
+		want    opa.Origin
 	}{
 		{
 			name: "ties by name, unmeasured counted", regions: azure.Regions, origin: "eastus2",
 			rtt: map[string]map[string]float64{"eastus2": {"eastus": 7, "centralus": 7, "northcentralus": 7}},
-			want: opabundle.Origin{
+			want: opa.Origin{
 				Unmeasured: len(azure.Regions) - 4, // all but the four measured
 				Candidates: []c{
 					{Region: "eastus2", Zone: "US-MIDA-PJM"},
@@ -54,7 +54,7 @@ func TestCandidates(t *testing.T) {
 		{
 			name: "directional: the origin's row only", regions: us, origin: "eastus",
 			rtt: map[string]map[string]float64{"eastus": {"eastus2": 50, "westus3": 60}, "eastus2": {"eastus": 5}},
-			want: opabundle.Origin{
+			want: opa.Origin{
 				Unmeasured: 2,
 				Candidates: []c{
 					{Region: "eastus", Zone: "US-MIDA-PJM"},
@@ -68,13 +68,13 @@ func TestCandidates(t *testing.T) {
 		{
 			name: "origin without a row: only itself", regions: us, origin: "westus3",
 			rtt:  map[string]map[string]float64{"eastus": {"westus3": 60}},
-			want: opabundle.Origin{Unmeasured: 4, Candidates: []c{{Region: "westus3"}}, Representatives: []r{}, RepresentativesEU: []r{}},
+			want: opa.Origin{Unmeasured: 4, Candidates: []c{{Region: "westus3"}}, Representatives: []r{}, RepresentativesEU: []r{}},
 		},
 		{
 			name: "EU representatives skip regions outside the EU; matrix regions outside the table are ignored", regions: eu, origin: "uksouth",
 			rtt: map[string]map[string]float64{"uksouth": {"westeurope": 9, "swedencentral": 30, "atlantis": 1}},
 			eu:  map[string]string{"westeurope": "NL", "swedencentral": "SE"},
-			want: opabundle.Origin{
+			want: opa.Origin{
 				Candidates: []c{
 					{Region: "uksouth", Zone: "GB"},
 					{Region: "westeurope", Zone: "NL", RTTms: 9, EU: true},
@@ -87,23 +87,23 @@ func TestCandidates(t *testing.T) {
 		{
 			name: "no latency data: the origin alone, nothing unmeasured", regions: eu, origin: "westeurope",
 			eu: map[string]string{"westeurope": "NL"},
-			want: opabundle.Origin{
+			want: opa.Origin{
 				Candidates:        []c{{Region: "westeurope", Zone: "NL", EU: true}},
 				Representatives:   []r{{Zone: "NL", Region: "westeurope"}},
 				RepresentativesEU: []r{{Zone: "NL", Region: "westeurope"}},
 			},
 		},
 		{
-			name: "solo: one region without a zone", regions: map[string]opabundle.Region{"solo": {}}, origin: "solo",
-			want: opabundle.Origin{Candidates: []c{{Region: "solo"}}, Representatives: []r{}, RepresentativesEU: []r{}},
+			name: "solo: one region without a zone", regions: map[string]opa.Region{"solo": {}}, origin: "solo",
+			want: opa.Origin{Candidates: []c{{Region: "solo"}}, Representatives: []r{}, RepresentativesEU: []r{}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var lat *opabundle.Latency
+			var lat *opa.Latency
 			if tt.rtt != nil {
-				lat = &opabundle.Latency{RTT: tt.rtt}
+				lat = &opa.Latency{RTT: tt.rtt}
 			}
 			got := candidates("p", tt.regions, lat, tt.eu)
 			if got.Latency != (lat != nil) || len(got.Origins) != len(tt.regions) {
@@ -120,15 +120,15 @@ func TestCandidates(t *testing.T) {
 // was encoded, empty lists included.
 func TestEncodeCandidates(t *testing.T) {
 	t.Parallel()
-	for _, c := range []opabundle.Candidates{
-		{Provider: "oracle", Source: "s <&>", Origins: map[string]opabundle.Origin{}},
-		candidates("p", map[string]opabundle.Region{"a": {Zone: "X"}, "b": {}, "c": {Zone: "X"}}, &opabundle.Latency{RTT: map[string]map[string]float64{"a": {"b": 1.5, "c": 2}}}, map[string]string{"c": "NL"}),
+	for _, c := range []opa.Candidates{
+		{Provider: "oracle", Source: "s <&>", Origins: map[string]opa.Origin{}},
+		candidates("p", map[string]opa.Region{"a": {Zone: "X"}, "b": {}, "c": {Zone: "X"}}, &opa.Latency{RTT: map[string]map[string]float64{"a": {"b": 1.5, "c": 2}}}, map[string]string{"c": "NL"}),
 	} {
 		b, err := encodeCandidates(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got opabundle.Candidates
+		var got opa.Candidates
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%v\n%s", err, b)
 		}

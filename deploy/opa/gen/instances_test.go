@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/instances"
 )
@@ -22,7 +22,7 @@ func TestInstanceIndexMatchesFit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		idx, err := opabundle.LoadInstances(p)
+		idx, err := opa.LoadInstances(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ import (
 	"path"
 	"path/filepath"
 
-	opabundle "github.com/carbongate/carbongate/deploy/opa"
+	"github.com/carbongate/carbongate/deploy/opa"
 	"github.com/carbongate/carbongate/forecast/instances"
 	"github.com/carbongate/carbongate/forecast/regions"
 )
@@ -77,20 +77,20 @@ func render(root fs.FS) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res opabundle.Residency
+	var res opa.Residency
 	if err := readJSON(root, "residency/eu/data.json", &res); err != nil {
 		return nil, err
 	}
 	files := map[string][]byte{}
 	for p, rs := range byProvider {
-		b, err := encodeIndented(opabundle.Regions{Provider: p, Source: regionsSource, Regions: rs})
+		b, err := encodeIndented(opa.Regions{Provider: p, Source: regionsSource, Regions: rs})
 		if err != nil {
 			return nil, err
 		}
 		files[path.Join("regions", p, "data.json")] = b
 
-		var lat *opabundle.Latency
-		var l opabundle.Latency
+		var lat *opa.Latency
+		var l opa.Latency
 		switch err := readJSON(root, path.Join("latency", p, "data.json"), &l); {
 		case err == nil:
 			lat = &l
@@ -118,21 +118,21 @@ func render(root fs.FS) (map[string][]byte, error) {
 
 // tableRegions returns the regions of each provider of regions.Providers
 // in the region table.
-func tableRegions() (map[string]map[string]opabundle.Region, error) {
+func tableRegions() (map[string]map[string]opa.Region, error) {
 	t, err := regions.Default()
 	if err != nil {
 		return nil, err
 	}
-	byProvider := map[string]map[string]opabundle.Region{}
+	byProvider := map[string]map[string]opa.Region{}
 	for _, p := range regions.Providers() {
-		byProvider[p] = map[string]opabundle.Region{}
+		byProvider[p] = map[string]opa.Region{}
 	}
 	for _, r := range t.All() {
 		m, ok := byProvider[r.Provider]
 		if !ok {
 			return nil, fmt.Errorf("the region table has provider %q, which regions.Providers lacks", r.Provider)
 		}
-		m[r.Region] = opabundle.Region{Zone: string(r.Zone), Location: r.Location, Country: r.Country}
+		m[r.Region] = opa.Region{Zone: string(r.Zone), Location: r.Location, Country: r.Country}
 	}
 	return byProvider, nil
 }
