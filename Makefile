@@ -7,8 +7,8 @@
 #   make help        this list
 #   make bench       the performance and accuracy figures
 #   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
-#   make kube-up     a local Kubernetes API server with carbongate as its webhook and controller
-#   make kube-down   stop it and remove its state
+#   make kube-up     a local cluster (as root: real nodes, the chart installed) with carbongate as webhook and controller
+#   make kube-down   stop it and remove everything it put on the host
 
 SHELL      := /bin/bash
 # A recipe that pipes a benchmark through grep fails when the benchmark fails.
@@ -84,13 +84,14 @@ run: build $(MODELS)/.done
 # the VmTemplate CRD, carbongate --admission over TLS on the models make run serves; prints
 # the KUBECONFIG line and an example (deploy/local/kube.sh). Rerun: says it is up.
 kube-up: build $(MODELS)/.done
+	@$(GO) build -o $(BIN)/ ./test/cluster/kubeup
 	@ASSETS=$$(test/setup/kube.sh) && \
 	KUBE_DIR=$(KUBE_DIR) KUBE_ASSETS=$$ASSETS KUBE_BIN=$(BIN) KUBE_MODELS=$(MODELS) REPLAY_START=$(REPLAY_START) REPLAY_SPEED=$(REPLAY_SPEED) \
 		deploy/local/kube.sh up
 
 # Stops what kube-up started (by pid) and removes $(KUBE_DIR); a no-op when it is not up.
 kube-down:
-	@KUBE_DIR=$(KUBE_DIR) deploy/local/kube.sh down
+	@KUBE_DIR=$(KUBE_DIR) KUBE_BIN=$(BIN) deploy/local/kube.sh down
 
 vet:
 	$(GO) vet ./...

@@ -1,35 +1,51 @@
 #!/usr/bin/env bash
-# kube.sh up|down — a local Kubernetes control plane with carbongate as the
-# VmTemplate admission webhook, for trying the Kubernetes side in one command
-# (`make kube-up`, `make kube-down`; the Makefile builds what `up` needs and
-# passes it in the environment).
+# kube.sh up|down — a local Kubernetes cluster with carbongate as its
+# admission webhook and controller, for trying the Kubernetes side in one
+# command (`make kube-up`, `make kube-down`; the Makefile builds what `up`
+# needs and passes it in the environment).
 #
-#   up    starts etcd and kube-apiserver on free loopback ports, installs the
-#         VmTemplate CRD and three Node objects labelled with Azure regions
-#         (stand-ins for a multi-region cluster), starts carbongate
-#         (--admission --controller, replay clock at REPLAY_SPEED) over TLS,
-#         registers it with `carbonctl deploy render --webhook` and waits
-#         until the API server calls it; then prints the KUBECONFIG line and
-#         an example. When everything is already up it says so and prints the
-#         lines again; leftovers of a failed or half-stopped start are stopped
-#         and replaced.
-#   down  stops the processes `up` started (by the pids it recorded, checked
-#         against their command lines) and removes the state directory; a
-#         no-op when nothing is up.
+#   up    as root: the real cluster the tests run (test/cluster, started
+#         by its command kubeup, which stays running in the background
+#         and holds the cluster up): etcd, kube-apiserver,
+#         kube-controller-manager, kube-scheduler and kube-proxy; two real
+#         nodes (a kubelet with its own containerd each) in westeurope and
+#         swedencentral and a kwok node in polandcentral; the project's
+#         images (make images) loaded on the nodes; the Helm chart
+#         installed with carbongate as webhook and controller (replay clock
+#         at REPLAY_SPEED). Then prints the KUBECONFIG line and an example
+#         Job to watch start on its region's node.
+#         Not root (or KUBE_MODE=apiserver): the API server only — etcd and
+#         kube-apiserver on free loopback ports, the VmTemplate CRD and
+#         three Node objects labelled with Azure regions (stand-ins: no
+#         kubelet, scheduler or controller-manager runs), carbongate
+#         (--admission --controller) on the host over TLS, registered with
+#         `carbonctl deploy render --webhook`.
+#         When everything is already up it says so and prints the lines
+#         again; leftovers of a failed or killed start are stopped and
+#         replaced.
+#   down  stops the processes `up` started (by the pids it recorded,
+#         checked against their command lines) and removes the state
+#         directory; for the real cluster it then removes whatever the
+#         cluster put on the host (processes, mounts, bridges, iptables
+#         chains, cgroups, sysctls: `kubeup down`), also after a killed
+#         `up`. A no-op when nothing is up.
 #
-# Everything lives in the state directory $KUBE_DIR: one CA (openssl, EC
-# P-256) signing the API server's serving certificate, the admin's client
-# certificate (system:masters, used by the kubeconfig), the client
-# certificate the API server shows webhooks and carbongate's serving
-# certificate; the service-account key; etcd's data; the pid files and
-# logs. No kubelet, scheduler or controller runs: what happens is what the
-# API server does (storage, validation, admission).
+# API-server mode: everything lives in the state directory $KUBE_DIR: one
+# CA (openssl, EC P-256) signing the API server's serving certificate, the
+# admin's client certificate (system:masters, used by the kubeconfig), the
+# client certificate the API server shows webhooks and carbongate's
+# serving certificate; the service-account key; etcd's data; the pid
+# files and logs. Real cluster: $KUBE_DIR holds kubeup's pid, log and the
+# admin kubeconfig; the cluster's own files are under the fixed directory
+# of test/cluster (StateDir).
 #
 # Environment (up): KUBE_DIR (state, default .cache/kube), KUBE_ASSETS (the
 # directory holding kube-apiserver and etcd, as test/setup/kube.sh prints),
-# KUBE_BIN (the directory holding carbongate and carbonctl), KUBE_MODELS
-# (trained models, as `make run` uses), REPLAY_START (the replay clock),
-# REPLAY_SPEED (how many times as fast as the wall it runs; default 360).
+# KUBE_BIN (the directory holding carbongate, carbonctl and kubeup),
+# KUBE_MODELS (trained models, as `make run` uses), REPLAY_START (the
+# replay clock), REPLAY_SPEED (how many times as fast as the wall it runs;
+# default 360), KUBE_MODE (cluster, the default as root, or apiserver).
+# down needs KUBE_BIN for the real cluster's teardown.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -38,7 +54,18 @@ mkdir -p "$(dirname "$state")"
 state="$(cd "$(dirname "$state")" && pwd)/$(basename "$state")"
 example="deploy/local/vmtemplate.yaml"
 job_example="deploy/local/job.yaml"
+cluster_job_example="deploy/local/cluster-job.yaml"
 procs=(carbongate kube-apiserver etcd) # in stopping order
+
+# load_mode sets mode and procs from the state's record of the start
+# (apiserver when there is none).
+mode=apiserver
+load_mode() {
+  mode="$(cat "$state/mode" 2>/dev/null || echo apiserver)"
+  if [ "$mode" = cluster ]; then
+    procs=(kubeup)
+  fi
+}
 
 log() { echo "kube-up: $*" >&2; }
 die() {
@@ -70,16 +97,18 @@ running() {
   done
 }
 
-# stop NAME sends SIGTERM, waits up to 20 s, then SIGKILL.
+# stop NAME sends SIGTERM, waits up to 20 s (kubeup, which drains the
+# cluster's workloads and tears it down: 300 s), then SIGKILL.
 stop() {
-  local pid i
+  local pid i wait=20
   pid="$(pid_of "$1")" || return 0
+  [ "$1" != kubeup ] || wait=300
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 200; i++)); do
+  for ((i = 0; i < wait * 10; i++)); do
     pid_of "$1" >/dev/null || return 0
     sleep 0.1
   done
-  log "$1 (pid $pid) did not stop within 20 s: killing it"
+  log "$1 (pid $pid) did not stop within $wait s: killing it"
   kill -KILL "$pid" 2>/dev/null || true
 }
 
@@ -95,12 +124,24 @@ down() {
     echo "kube-down: nothing is up (no $state)"
     return
   fi
+  load_mode
   stop_all
+  if [ "$mode" = cluster ]; then
+    # Also what a killed kubeup (or a killed kube-up) left on the host.
+    [ -x "${KUBE_BIN:-}/kubeup" ] || die "no kubeup in KUBE_BIN (run it through make kube-down)"
+    [ "$(id -u)" -eq 0 ] || die "the real cluster's teardown needs root"
+    CARBONGATE_NODE_DIR="$(cat "$state/node-dir" 2>/dev/null || true)" "$KUBE_BIN/kubeup" down ||
+      die "the cluster's teardown failed; state kept in $state"
+  fi
   rm -rf "$state"
   echo "kube-down: stopped; removed $state"
 }
 
 print_lines() {
+  if [ "$mode" = cluster ]; then
+    print_cluster_lines
+    return
+  fi
   local path_line=""
   if ! PATH="$user_path" kubectl_recent && [ -n "${KUBE_ASSETS:-}" ]; then
     path_line="  # no kubectl of 1.32 or later on this PATH: use the one test/setup/kube.sh built
@@ -220,6 +261,7 @@ kubectl_recent() {
 
 up() {
   local t0=$SECONDS
+  load_mode
   if running; then
     echo "kube-up: already up"
     print_lines
@@ -230,6 +272,15 @@ up() {
     stop_all
     rm -rf "$state"
   fi
+  if [ "${KUBE_MODE:-cluster}" = cluster ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+      cluster_up
+      return
+    fi
+    log "not root: a real cluster needs root (kubelet, containerd, bridges, cgroups); starting the API server only (KUBE_MODE=apiserver), where no pod runs"
+  fi
+  mode=apiserver
+  procs=(carbongate kube-apiserver etcd)
   local v
   for v in KUBE_ASSETS KUBE_BIN KUBE_MODELS REPLAY_START; do
     [ -n "${!v:-}" ] || die "$v is not set (run it through make kube-up)"
@@ -246,7 +297,9 @@ up() {
   assets="$(cd "$KUBE_ASSETS" && pwd)"
   models="$(cd "$KUBE_MODELS" && pwd)"
   mkdir -p "$state"
+  echo apiserver >"$state/mode"
   # From here on a failure stops what was started; the logs stay for a look.
+
   trap 'rc=$?; if [ $rc -ne 0 ]; then stop_all; log "failed; logs in $state (make kube-down removes them)"; fi' EXIT
 
   certificates
@@ -371,6 +424,65 @@ CRD
   trap - EXIT
   touch "$state/up"
   print_lines
+}
+
+# cluster_up starts kubeup (test/cluster's set-up) in the background and
+# waits until it says the cluster is up; kubeup holds it up until down.
+cluster_up() {
+  local t0=$SECONDS bin node i
+  [ -n "${KUBE_BIN:-}" ] && [ -x "$KUBE_BIN/kubeup" ] || die "no kubeup in KUBE_BIN (run it through make kube-up)"
+  bin="$(cd "$KUBE_BIN" && pwd)"
+  mode=cluster
+  procs=(kubeup)
+  mkdir -p "$state"
+  echo cluster >"$state/mode"
+  trap 'rc=$?; if [ $rc -ne 0 ]; then stop_all; log "failed; the log is $state/kubeup.log (make kube-down removes it and what is left)"; fi' EXIT
+  # The nodes' binaries, built and cached by test/setup/node.sh.
+  node="${CARBONGATE_NODE_DIR:-$("$root/test/setup/node.sh")}"
+  echo "$node" >"$state/node-dir"
+  log "setting up the real cluster: images, control plane, nodes, chart (log: $state/kubeup.log)"
+  (cd "$root" && KUBEBUILDER_ASSETS="${KUBE_ASSETS:-}" CARBONGATE_NODE_DIR="$node" \
+    start kubeup "$bin/kubeup" up -state "$state" -replay-speed "${REPLAY_SPEED:-360}")
+  for ((i = 0; i < 18000; i++)); do # 30 minutes: a cold image build
+    [ ! -f "$state/up" ] || break
+    pid_of kubeup >/dev/null || die "kubeup exited before the cluster was up; the end of $state/kubeup.log:
+$(tail -n 30 "$state/kubeup.log")"
+    sleep 0.1
+  done
+  [ -f "$state/up" ] || die "the cluster was not up within 30 minutes; see $state/kubeup.log"
+  trap - EXIT
+  log "cluster up after $((SECONDS - t0)) s"
+  print_cluster_lines
+}
+
+print_cluster_lines() {
+  local path_line=""
+  if ! PATH="$user_path" kubectl_recent; then
+    path_line="  # no kubectl of 1.32 or later on this PATH: use the cluster's
+  export PATH=$(cat "$state/kubectl-dir"):\$PATH
+"
+  fi
+  cat <<EOF
+
+A Kubernetes cluster is up: two real nodes (kubelet and containerd) in westeurope and
+swedencentral, a kwok node in polandcentral, the project's images loaded on the nodes and the
+Helm chart installed in namespace carbongate (carbongate as admission webhook and controller;
+the replay clock runs ${REPLAY_SPEED:-360} times as fast as the wall; kubeup's log in $state).
+Point kubectl at it and watch a held Job start on its region's node:
+
+${path_line}  export KUBECONFIG=$state/kubeconfig
+  kubectl get nodes -L topology.kubernetes.io/region
+  kubectl apply -f $cluster_job_example
+  kubectl get pods -n batch -o wide -w
+
+The Job is stored suspended with carbongate's decision (kubectl get job render -n batch -o yaml:
+annotations carbongate.io/scheduling-region and scheduling-time); at that time the controller
+releases it and the scheduler places its pod on the node of that region, where it runs to
+Completed.
+
+Stop everything with: make kube-down
+
+EOF
 }
 
 # probe succeeds when a VmTemplate created (dry run) comes back scheduled.

@@ -170,9 +170,12 @@ func (c *Cluster) UserKubeconfig(tb testing.TB, user string, groups ...string) s
 	return c.pki.Kubeconfig(tb, c.Server, user, groups...)
 }
 
+// KubectlPath is the kubectl of the cluster's version (test/setup/node.sh).
+func (c *Cluster) KubectlPath() string { return filepath.Join(c.bin, "bin", "kubectl") }
+
 // Kubectl runs kubectl as cluster admin and returns its combined output.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "bin", "kubectl"), args...)
+	cmd := exec.CommandContext(ctx, c.KubectlPath(), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 // node's region, one to the kwok node's.
 func TestCluster(t *testing.T) {
 	begin := time.Now()
-	archives, images := projectImages(t)
+	archives, images := ProjectImages(t)
 	c := Start(t, Options{Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral", notReadyRegion}, Images: archives})
 	up := time.Now()
 	firstPod(t, c)
@@ -44,7 +44,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("chart", func(t *testing.T) {
-		r := installChart(t, c)
+		r := InstallChart(t, c, replaySpeed)
 		t.Run("loop", func(t *testing.T) {
 			runJobs(t, c, "loop-chart", nil, images["carbonctl"])
 			t.Run("bare-pod", func(t *testing.T) {

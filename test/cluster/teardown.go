@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -45,4 +46,20 @@ func Teardown(logf func(string, ...any), kubeProxy string) error {
 	}
 	logf("teardown: done in %v", time.Since(start).Round(time.Millisecond))
 	return errors.Join(errs...)
+}
+
+// Clean takes the host lock, waiting up to wait while a running cluster
+// holds it, and runs Teardown: what make kube-down does after the process
+// that held a cluster up has stopped or was killed.
+func Clean(logf func(string, ...any), wait time.Duration) error {
+	release, err := lockHost(wait)
+	if err != nil {
+		return err
+	}
+	defer release()
+	kubeProxy := ""
+	if node := os.Getenv("CARBONGATE_NODE_DIR"); node != "" {
+		kubeProxy = filepath.Join(node, "bin", "kube-proxy")
+	}
+	return Teardown(logf, kubeProxy)
 }

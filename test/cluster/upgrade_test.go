@@ -17,7 +17,7 @@ import (
 // log level: a rolling update of its pods) while dry-run Jobs probe
 // admission every 50 ms: every one is answered (the chart's drain delay
 // and maxUnavailable 0), and two pods of the new template are Ready after.
-func testUpgrade(t *testing.T, c *Cluster, r *chartRelease, ns string) {
+func testUpgrade(t *testing.T, c *Cluster, r *ChartRelease, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -49,7 +49,7 @@ func testUpgrade(t *testing.T, c *Cluster, r *chartRelease, ns string) {
 // controller creates, not the chart, and cannot delete: helm deletes its
 // RBAC and ServiceAccount while its pods still drain (documented, with the
 // kubectl line that deletes it).
-func testUninstall(t *testing.T, c *Cluster, r *chartRelease) {
+func testUninstall(t *testing.T, c *Cluster, r *ChartRelease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()

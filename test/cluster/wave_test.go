@@ -88,7 +88,7 @@ func watchWave(t *testing.T, c *Cluster, ns string) *waveWatch {
 // webhook's failurePolicy Ignore admits unheld), and every Job is released
 // exactly once (its carbongate.io/released-at never changes, one Released
 // event) and its pod runs. It logs the release -> pod Running lag.
-func testWave(t *testing.T, c *Cluster, r *chartRelease, image string) {
+func testWave(t *testing.T, c *Cluster, r *ChartRelease, image string) {
 	ctx := context.Background()
 	ns := "wave"
 	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{hold.NamespaceLabel: hold.NamespaceEnabled},

@@ -1,5 +1,3 @@
-//go:build interop
-
 package cluster
 
 import (
@@ -15,11 +13,11 @@ import (
 	"github.com/carbongate/carbongate/test/services"
 )
 
-// projectImages builds the project's images as `make images` does
+// ProjectImages builds the project's images as `make images` does
 // (deploy/container/build.sh with the Podman of test/setup/podman.sh) and
 // saves each as an OCI archive for the nodes' containerd. It returns the
 // archives and the images' names by command (carbongate, carbonctl, …).
-func projectImages(t *testing.T) (archives []string, names map[string]string) {
+func ProjectImages(t testing.TB) (archives []string, names map[string]string) {
 	t.Helper()
 	start := time.Now()
 	podman := services.Tool(t, "CARBONGATE_PODMAN", "podman.sh")

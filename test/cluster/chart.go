@@ -1,5 +1,3 @@
-//go:build interop
-
 package cluster
 
 import (
@@ -21,13 +19,14 @@ import (
 
 const chartNS = "carbongate"
 
-// installChart installs deploy/helm/carbongate as shipped but for what a
+// InstallChart installs deploy/helm/carbongate as shipped but for what a
 // cluster without a registry needs (the images loaded on the nodes:
-// pullPolicy Never) and what the test chooses: carbongate as the webhook
-// (TLS from a Secret, the API server's client certificate checked), the
-// controller on, a replay clock an hour a second. It waits until both
-// replicas are Ready and checks their security context is the chart's.
-func installChart(t *testing.T, c *Cluster) *chartRelease {
+// pullPolicy Never) and what the tests and make kube-up choose: carbongate
+// as the webhook (TLS from a Secret, the API server's client certificate
+// checked), the controller on, the replay clock replaySpeed times as fast
+// as the wall. It waits until both replicas are Ready and checks their
+// security context is the chart's.
+func InstallChart(t testing.TB, c *Cluster, replaySpeed int) *ChartRelease {
 	t.Helper()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -66,7 +65,7 @@ controller: {enabled: true, clusterProvider: azure}
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	r := &chartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
+	r := &ChartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
 		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
 		env: append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
 			"HELM_DATA_HOME="+filepath.Join(home, "data"))}
@@ -75,8 +74,8 @@ controller: {enabled: true, clusterProvider: azure}
 	return r
 }
 
-// chartRelease is the chart installed as release carbongate in chartNS.
-type chartRelease struct {
+// ChartRelease is the chart installed as release carbongate in chartNS.
+type ChartRelease struct {
 	c                   *Cluster
 	helm, chart, values string
 	env                 []string
@@ -84,7 +83,7 @@ type chartRelease struct {
 
 // run runs helm with args in chartNS and fails t, showing the
 // namespace's pods and events, when it fails.
-func (r *chartRelease) run(t *testing.T, ctx context.Context, args ...string) {
+func (r *ChartRelease) run(t testing.TB, ctx context.Context, args ...string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, r.helm, append(args, "-n", chartNS, "--kubeconfig", r.c.Kubeconfig)...)
 	cmd.Env = r.env
@@ -96,7 +95,7 @@ func (r *chartRelease) run(t *testing.T, ctx context.Context, args ...string) {
 
 // ready checks that two carbongate pods are Ready, each with the chart's
 // security context, and returns them as name@node.
-func (r *chartRelease) ready(t *testing.T, ctx context.Context) []string {
+func (r *ChartRelease) ready(t testing.TB, ctx context.Context) []string {
 	t.Helper()
 	pods, err := r.c.Kube.CoreV1().Pods(chartNS).List(ctx, metav1.ListOptions{LabelSelector: gatewayPods})
 	if err != nil {
@@ -120,7 +119,7 @@ const gatewayPods = "app.kubernetes.io/instance=carbongate,app.kubernetes.io/nam
 
 // checkShippedSecurity checks a carbongate pod runs as the chart says:
 // non-root, read-only root file system, no privilege escalation.
-func checkShippedSecurity(t *testing.T, p *corev1.Pod) {
+func checkShippedSecurity(t testing.TB, p *corev1.Pod) {
 	t.Helper()
 	for _, ctr := range p.Spec.Containers {
 		sc := ctr.SecurityContext
