@@ -167,10 +167,12 @@ func makeCgroupRoot(name string) error {
 	return nil
 }
 
-// ourCgroups lists the cgroups of the cluster's nodes in every hierarchy.
+// ourCgroups lists the cgroups of the cluster's nodes in every hierarchy,
+// with the cgroup v2 one of a hybrid host ("unified"), where runc puts
+// each container too.
 func ourCgroups() []string {
 	var dirs []string
-	for _, c := range cgroupControllers {
+	for _, c := range append(slices.Clone(cgroupControllers), "unified") {
 		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", c, namePrefix+"*"))
 		dirs = append(dirs, m...)
 	}
