@@ -80,16 +80,20 @@ run: build $(MODELS)/.done
 		--registry $(CACHE)/registry.db --registry-cache-dir $(CACHE)/registry-models \
 		--artifact-sources $(CURDIR)/$(CACHE)/models,$(CURDIR)/$(CACHE)/artifacts
 
-# etcd and kube-apiserver on loopback (built once by test/setup/kube.sh, as make test does),
-# the VmTemplate CRD, carbongate --admission over TLS on the models make run serves; prints
-# the KUBECONFIG line and an example (deploy/local/kube.sh). Rerun: says it is up.
+# As root: the real cluster of test/cluster (two real nodes in westeurope and swedencentral, a
+# kwok node, the images loaded, the chart installed), held up by test/cluster/kubeup. Not root
+# (or KUBE_MODE=apiserver): etcd and kube-apiserver on loopback (built once by
+# test/setup/kube.sh, as make test does), the VmTemplate CRD, carbongate --admission over TLS on
+# the models make run serves. Prints the KUBECONFIG line and an example (deploy/local/kube.sh).
+# Rerun: says it is up.
 kube-up: build $(MODELS)/.done
 	@$(GO) build -o $(BIN)/ ./test/cluster/kubeup
 	@ASSETS=$$(test/setup/kube.sh) && \
 	KUBE_DIR=$(KUBE_DIR) KUBE_ASSETS=$$ASSETS KUBE_BIN=$(BIN) KUBE_MODELS=$(MODELS) REPLAY_START=$(REPLAY_START) REPLAY_SPEED=$(REPLAY_SPEED) \
 		deploy/local/kube.sh up
 
-# Stops what kube-up started (by pid) and removes $(KUBE_DIR); a no-op when it is not up.
+# Stops what kube-up started (by pid), tears down what the real cluster put on the host (also
+# after a killed kube-up) and removes $(KUBE_DIR); a no-op when it is not up.
 kube-down:
 	@KUBE_DIR=$(KUBE_DIR) KUBE_BIN=$(BIN) deploy/local/kube.sh down
 

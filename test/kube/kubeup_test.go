@@ -37,11 +37,15 @@ var kubeUpProcs = []string{"etcd", "kube-apiserver", "carbongate"}
 // kube-down must stop every process it started and remove the state, and
 // a second make kube-down must do nothing. The machine's kubectl is hidden
 // behind one that says it is 1.20, as on a machine with an old kubectl or
-// none: make kube-up must use the one test/setup/kube.sh builds.
+// none: make kube-up must use the one test/setup/kube.sh builds. It runs
+// kube-up's API-server mode (KUBE_MODE=apiserver: what a user who is not
+// root gets); the real cluster kube-up starts as root is test/cluster's,
+// which TestCluster runs.
 func TestKubeUp(t *testing.T) {
 	root := services.RepoRoot(t)
 	state := filepath.Join(t.TempDir(), "kube")
 	oldKubectl(t)
+	t.Setenv("KUBE_MODE", "apiserver")
 	t.Cleanup(func() {
 		if _, err := os.Stat(state); err == nil {
 			out, err := makeTarget(root, state, "kube-down")
