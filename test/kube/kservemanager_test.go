@@ -23,12 +23,12 @@ import (
 // server, with no Knative, Istio or cert-manager: `carbonctl deploy render`
 // applied, the manager creates each InferenceService's predictor
 // Deployment, running carbonserve's image from the rendered
-// ServingRuntime, and its Service. No kubelet runs, so no pod starts. It is
-// skipped without CARBONGATE_KSERVE_DIR.
+// ServingRuntime, and its Service. No kubelet runs, so no pod starts.
+// Without CARBONGATE_KSERVE_DIR it runs test/setup/kserve.sh itself.
 func TestKServeManager(t *testing.T) {
 	dir := os.Getenv("CARBONGATE_KSERVE_DIR")
 	if dir == "" {
-		t.Skip("CARBONGATE_KSERVE_DIR (test/setup/kserve.sh) not set")
+		dir = services.Setup(t, "kserve.sh")
 	}
 	c := startCluster(t)
 	installKServeCRDs(t, c, filepath.Join(dir, "crds"))
