@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -93,21 +91,4 @@ func (c *Cluster) startScheduler() {
 		},
 		Ready: services.Settled("kube-scheduler"),
 	})
-}
-
-// get wants 200 from url.
-func get(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
-	}
-	return nil
 }

@@ -85,7 +85,7 @@ func startGate(t *testing.T, c *Cluster) *gate {
 				"--admission-client-ca", filepath.Join(dir, "client-ca.crt"),
 				"--controller", "--kubeconfig", kubeconfig, "--controller-namespace", leaseNS, "--cluster-provider", "azure"}
 		},
-		Ready: func(ctx context.Context) error { return get(ctx, g.client, g.url+"/readyz") },
+		Ready: func(ctx context.Context) error { return services.GetOK(ctx, g.client, g.url+"/readyz") },
 	})
 	g.register(t, c, ca.PEM)
 	return g
