@@ -39,7 +39,7 @@ func admissionFlags(fs *flag.FlagSet, a *runtime.Admission) {
 	fs.StringVar(&a.TLSCert, "tls-cert", a.TLSCert, "PEM certificate (chain) to serve HTTPS with; needs --tls-key")
 	fs.StringVar(&a.TLSKey, "tls-key", a.TLSKey, "PEM private key of --tls-cert")
 	fs.StringVar(&a.ClientCA, "admission-client-ca", a.ClientCA, "PEM CA bundle: the webhook route requires a client certificate signed by it (the API server's); needs --admission and --tls-cert")
-	fs.StringVar(&a.KarmadaKubeconfig, "karmada-kubeconfig", a.KarmadaKubeconfig, "kubeconfig file of a Karmada API server: the webhook then places its ResourceBindings (work.karmada.io) in the member cluster of the decided grid zone; needs --admission (decisions signed with --decision-key-file)")
+	fs.StringVar(&a.KarmadaKubeconfig, "karmada-kubeconfig", a.KarmadaKubeconfig, "kubeconfig file of a Karmada API server: the webhook then places its ResourceBindings (work.karmada.io) in the member cluster of the decided grid zone; with --controller it also holds them (spec.suspension.scheduling) and the controller releases them at the decided start; needs --admission (decisions signed with --decision-key-file)")
 	fs.Var((*byteSize)(&a.MaxBody), "max-body", "largest AdmissionReview the webhook reads, in bytes or as a quantity like 3Mi")
 }
 

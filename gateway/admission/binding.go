@@ -22,7 +22,10 @@ import (
 // plane, as for Jobs) it narrows spec.placement.clusterAffinity.
 // clusterNames to the member cluster in the decided grid zone and records
 // the decision as for Jobs (the annotations, their signature for the
-// binding, the provenance) plus AnnotationCluster. Karmada rewrites a
+// binding, the provenance) plus AnnotationCluster. With Bindings.Hold it
+// also holds the binding until the decided start (hold.BindingSuspension,
+// Label Held), for the controller to release; a binding created already
+// suspended is its creator's to release and is placed only. Karmada rewrites a
 // binding's placement from its policy whenever the workload changes: on
 // UPDATE the recorded decision is applied again, never decided anew. A
 // binding carbongate cannot place is admitted unchanged with
@@ -46,7 +49,8 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	var o outcome
 	if req.Operation == admissionv1.Update {
-		o = reapplyBinding(raw, b)
+		old, _ := oldMetadata(req) // sanitizeBinding read it
+		o = reapplyBinding(raw, b, old.Labels[hold.Label])
 	} else {
 		o = w.placeBinding(ctx, raw, b, req.Namespace, requestID, sched)
 	}
@@ -75,20 +79,29 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
 }
 
 // reapplyBinding narrows the placement of an updated binding to the
-// cluster it was placed in, if any.
-func reapplyBinding(raw []byte, b binding) outcome {
+// cluster it was placed in, if any, and puts back the hold label oldLabel
+// (the old object's) if the update dropped it.
+func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
 	cluster := b.Metadata.Annotations[AnnotationCluster]
-	if cluster == "" {
-		return allow()
-	}
+	narrowed := cluster == ""
 	if p := b.Spec.Placement; p != nil && p.ClusterAffinity != nil && slices.Equal(p.ClusterAffinity.ClusterNames, []string{cluster}) {
+		narrowed = true
+	}
+	_, labelled := b.Metadata.Labels[hold.Label]
+	keepLabel := !labelled && oldLabel != ""
+	if narrowed && !keepLabel {
 		return allow()
 	}
 	p, err := newRawPatch(raw)
 	if err != nil {
 		return deny(400, "request.object: %v", err)
 	}
-	narrow(p, cluster)
+	if !narrowed {
+		narrow(p, cluster)
+	}
+	if keepLabel {
+		p.set(oldLabel, "metadata", "labels", hold.Label)
+	}
 	return p.outcome()
 }
 
@@ -125,7 +138,8 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if bad != "" {
 		return unplaced(raw, "the workload's "+bad)
 	}
-	if win.runNow != "" { // no delay: placed in space only
+	placeOnly := win.runNow != "" // no delay: placed in space only
+	if placeOnly {
 		win.deadline = win.now.Add(win.dur)
 	}
 	if win.deadline.Before(win.now.Add(win.dur)) {
@@ -164,6 +178,10 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 		p.set(a[k], "metadata", "annotations", k)
 	}
 	narrow(p, m.Name)
+	if w.cfg.Bindings.Hold && !placeOnly && !b.suspended() {
+		p.set(hold.Held, "metadata", "labels", hold.Label)
+		p.set(true, hold.BindingSuspension...)
+	}
 	o := p.outcome()
 	o.warnings = append(append(o.warnings, win.warnings...), cand.skipped...)
 	return o
@@ -181,4 +199,11 @@ func unplaced(raw []byte, why string) outcome {
 	o := p.outcome()
 	o.message = why
 	return o
+}
+
+// suspended reports whether the binding was created with its scheduling
+// suspended (by its creator, not carbongate).
+func (b binding) suspended() bool {
+	s := b.Spec.Suspension
+	return s != nil && s.Scheduling != nil && *s.Scheduling
 }

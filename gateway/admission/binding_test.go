@@ -45,7 +45,12 @@ func (f fakeFederation) Annotations(_ context.Context, ref WorkloadRef) (map[str
 
 func bindingHook(t testing.TB, s Scheduler, f fakeFederation) *Webhook {
 	t.Helper()
-	w, err := New(Config{Scheduler: s, Data: world(), Bindings: Bindings{Federation: f},
+	return newBindingHook(t, s, Bindings{Federation: f})
+}
+
+func newBindingHook(t testing.TB, s Scheduler, b Bindings) *Webhook {
+	t.Helper()
+	w, err := New(Config{Scheduler: s, Data: world(), Bindings: b,
 		Workloads: Workloads{Now: func() time.Time { return now }, Signer: testSigner}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +90,19 @@ func bindingRequest(t testing.TB, op admissionv1.Operation, obj, old map[string]
 type placed struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Spec     struct {
-		Replicas  int              `json:"replicas"`
-		Placement bindingPlacement `json:"placement"`
+		Replicas   int              `json:"replicas"`
+		Placement  bindingPlacement `json:"placement"`
+		Suspension *struct {
+			Scheduling *bool `json:"scheduling"`
+		} `json:"suspension"`
 	} `json:"spec"`
+}
+
+// held reports whether p is held by carbongate: labelled, its scheduling
+// suspended.
+func (p placed) held() bool {
+	s := p.Spec.Suspension
+	return p.Metadata.Labels[hold.Label] == hold.Held && s != nil && s.Scheduling != nil && *s.Scheduling
 }
 
 const threeMembers = `{"clusterAffinity":{"clusterNames":["m1","m2","m3"]},"replicaScheduling":{"replicaSchedulingType":"Duplicated"}}`
@@ -107,8 +122,8 @@ func TestPlaceBinding(t *testing.T) {
 	if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != "m2" {
 		t.Fatalf("clusterNames %v, want [m2]", names)
 	}
-	if got.Spec.Replicas != 2 {
-		t.Fatalf("the rest of the binding changed: %+v", got.Spec)
+	if got.Spec.Replicas != 2 || got.Spec.Suspension != nil || got.Metadata.Labels[hold.Label] != "" {
+		t.Fatalf("the rest of the binding changed (placed without Hold: not held): %+v", got)
 	}
 	a := got.Metadata.Annotations
 	d, err := hold.Parse(a)
@@ -258,5 +273,47 @@ func TestBindingForgedDecision(t *testing.T) {
 	}
 	if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 3 {
 		t.Fatalf("clusterNames %v, want the three", names)
+	}
+}
+
+// TestBindingHold: with Hold, a placed binding is held (label, scheduling
+// suspended); an UPDATE that drops the label gets it back, one the
+// controller made (released) keeps it; a binding created suspended by
+// its creator is placed only.
+func TestBindingHold(t *testing.T) {
+	t.Parallel()
+	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339)}
+	fed := fakeFederation{workloads: map[string]map[string]string{"web/api": deadline, "batch/etl": nil}}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, Bindings{Federation: fed, Hold: true})
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &got)
+	if !got.held() || len(got.Spec.Placement.ClusterAffinity.ClusterNames) != 1 {
+		t.Fatalf("placed %+v, want held and narrowed", got)
+	}
+
+	old := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, got.Metadata.Annotations)
+	old["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Held}
+	for _, label := range []string{"", hold.Released} {
+		upd := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, got.Metadata.Annotations)
+		if label != "" {
+			upd["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: label}
+		}
+		var after placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &after)
+		want := label
+		if want == "" {
+			want = hold.Held
+		}
+		if after.Metadata.Labels[hold.Label] != want {
+			t.Errorf("UPDATE with label %q: label %q, want %q", label, after.Metadata.Labels[hold.Label], want)
+		}
+	}
+
+	suspended := bindingObject(t, "web", "api", threeMembers, nil)
+	suspended["spec"].(map[string]any)["suspension"] = map[string]any{"scheduling": true}
+	var theirs placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, suspended, nil), &theirs)
+	if theirs.Metadata.Labels[hold.Label] != "" || len(theirs.Spec.Placement.ClusterAffinity.ClusterNames) != 1 {
+		t.Fatalf("created suspended: %+v, want placed, not labelled held", theirs)
 	}
 }

@@ -21,8 +21,8 @@ import (
 
 // The Karmada kind the webhook places (binding.go).
 const (
-	BindingGroup = "work.karmada.io"
-	BindingKind  = "ResourceBinding"
+	BindingGroup = hold.BindingGroup
+	BindingKind  = hold.BindingKind
 )
 
 // AnnotationCluster names the member cluster a ResourceBinding was placed
@@ -42,6 +42,10 @@ type (
 // Workloads' Now, Signer, Duration and MaxDelay.
 type Bindings struct {
 	Federation Federation
+	// Hold also holds the bindings placed (hold.BindingSuspension) until
+	// their decided start: set only when carbongate's controller releases
+	// them (--controller with --karmada-kubeconfig).
+	Hold bool
 }
 
 // bindingPlacement is the part of a binding's spec.placement that decides
@@ -65,8 +69,11 @@ type clusterAffinity struct {
 type binding struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Spec     struct {
-		Resource  WorkloadRef       `json:"resource"`
-		Placement *bindingPlacement `json:"placement"`
+		Resource   WorkloadRef       `json:"resource"`
+		Placement  *bindingPlacement `json:"placement"`
+		Suspension *struct {
+			Scheduling *bool `json:"scheduling"`
+		} `json:"suspension"`
 	} `json:"spec"`
 }
 

@@ -107,6 +107,10 @@ type Config struct {
 	// DefaultRedecideGain).
 	Rescheduler  Rescheduler
 	RedecideGain float64
+	// Federation, when set, is a Karmada API server whose held
+	// ResourceBindings the controller releases too (binding.go), with the
+	// same QPS and Burst.
+	Federation *rest.Config
 }
 
 // Controller is a started-on-demand controller manager.
@@ -194,6 +198,13 @@ func New(cfg Config) (*Controller, error) {
 	if err := c.setup(); err != nil {
 		return nil, err
 	}
+	if cfg.Federation != nil {
+		fed := rest.CopyConfig(cfg.Federation)
+		fed.QPS, fed.Burst = cfg.REST.QPS, cfg.REST.Burst
+		if err := c.addFederation(fed, scheme, c.deps()); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -219,19 +230,10 @@ func (c *Controller) Cluster() hold.Cluster { return c.cluster }
 
 // setup registers the reconcilers.
 func (c *Controller) setup() error {
-	// The core/v1 events recorder: deploy/controller/rbac.yaml grants events
-	// in the core group, and the tests read core/v1 Events. controller-runtime
-	// 0.23 deprecates it for the events.k8s.io recorder, whose Eventf takes
-	// a related object and an action: a move with its RBAC, not done yet.
-	//lint:ignore SA1019 see above
-	rec := c.mgr.GetEventRecorderFor("carbongate")
-	d := deps{client: c.mgr.GetClient(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger, signer: c.cfg.Signer,
-		nodes: c.mgr.GetCache()}
+	d := c.deps()
+	rec := d.events
 	for _, r := range []*releaser{jobReleaser(), podReleaser()} {
-		r.deps = d
-		if c.cfg.Rescheduler != nil {
-			r.redecider = &redecider{sched: c.cfg.Rescheduler, gain: cmp.Or(c.cfg.RedecideGain, DefaultRedecideGain), timeout: redecideTimeout, asked: map[string]time.Time{}}
-		}
+		r.deps, r.redecider = d, c.redecider()
 		if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).For(r.newObj()).
 			WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
 			return fmt.Errorf("controller: %s: %w", r.kind, err)
@@ -254,6 +256,27 @@ func (c *Controller) setup() error {
 		return fmt.Errorf("controller: vmtemplate: %w", err)
 	}
 	return nil
+}
+
+// deps are the reconcilers' means of acting on the controller's own
+// cluster.
+func (c *Controller) deps() deps {
+	// The core/v1 events recorder: deploy/controller/rbac.yaml grants events
+	// in the core group, and the tests read core/v1 Events. controller-runtime
+	// 0.23 deprecates it for the events.k8s.io recorder, whose Eventf takes
+	// a related object and an action: a move with its RBAC, not done yet.
+	//lint:ignore SA1019 see above
+	rec := c.mgr.GetEventRecorderFor("carbongate")
+	return deps{client: c.mgr.GetClient(), clock: c.cfg.Clock, events: rec, metrics: c.metrics, log: c.cfg.Logger, signer: c.cfg.Signer,
+		nodes: c.mgr.GetCache()}
+}
+
+// redecider is a releaser's re-decider: nil without Config.Rescheduler.
+func (c *Controller) redecider() *redecider {
+	if c.cfg.Rescheduler == nil {
+		return nil
+	}
+	return &redecider{sched: c.cfg.Rescheduler, gain: cmp.Or(c.cfg.RedecideGain, DefaultRedecideGain), timeout: redecideTimeout, asked: map[string]time.Time{}}
 }
 
 // watched selects the Jobs and Pods the controller caches: those held, and

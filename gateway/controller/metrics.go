@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_releases_total",
-			Help: "Held workloads released, by kind (job, pod, vmtemplate) and reason (scheduled, deadline-guard, manual, invalid, unscheduled, expired).",
+			Help: "Held workloads released, by kind (job, pod, resourcebinding, vmtemplate) and reason (scheduled, deadline-guard, manual, invalid, unscheduled, expired).",
 		}, []string{"kind", "reason"}),
 		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "carbongate_controller_release_lag_seconds",

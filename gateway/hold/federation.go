@@ -8,7 +8,24 @@ import (
 )
 
 // The view of a Karmada federation the webhook places ResourceBindings
-// with (gateway/admission's binding.go).
+// with (gateway/admission's binding.go), and the hold of a binding.
+
+// Karmada's ResourceBinding: the webhook places and holds it, the
+// controller releases it.
+const (
+	BindingGroup   = "work.karmada.io"
+	BindingVersion = "v1alpha2"
+	BindingKind    = "ResourceBinding"
+)
+
+// BindingSuspension is the path of a ResourceBinding's scheduling hold:
+// while true Karmada's scheduler leaves the binding unscheduled, so its
+// workload exists in no member cluster (Karmada documents it for
+// third-party admission holds; its detector keeps it when it rewrites the
+// binding from the policy). A held binding carries it set to true, Label
+// Held and the signed decision annotations; the controller sets it false
+// at the decision's ReleaseAt and labels the binding Released.
+var BindingSuspension = []string{"spec", "suspension", "scheduling"}
 
 // MemberCluster is what placement reads of a Karmada Cluster
 // (cluster.karmada.io/v1alpha1).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/admission"
@@ -103,8 +104,16 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 	if c.Redecide {
 		resched = m.gw.Service
 	}
+	// With --karmada-kubeconfig the webhook holds the bindings it places
+	// and the controller releases them there.
+	var fed *rest.Config
+	if k := m.Admission.KarmadaKubeconfig; k != "" {
+		if fed, err = kserve.RESTConfig(k); err != nil {
+			return fmt.Errorf("--karmada-kubeconfig: %s", forecast.ErrorMessage(err))
+		}
+	}
 	c.ctl, err = controller.New(controller.Config{
-		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace, Rescheduler: resched,
+		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace, Rescheduler: resched, Federation: fed,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
 		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds, Observed: obs,

@@ -24,7 +24,8 @@ type federationPart struct {
 // open starts the view of the Karmada API server of kubeconfig ("": none)
 // and completes wl with what binding decisions need besides it: the
 // clock, the signer (--decision-key-file) and the hold defaults, also
-// without --controller.
+// without --controller. With --controller the bindings placed are held
+// too, and the controller releases them.
 func (f *federationPart) open(m *Runtime, kubeconfig string, wl *admission.Workloads) (admission.Bindings, error) {
 	if kubeconfig == "" {
 		return admission.Bindings{}, nil
@@ -50,8 +51,9 @@ func (f *federationPart) open(m *Runtime, kubeconfig string, wl *admission.Workl
 		return admission.Bindings{}, fmt.Errorf("--karmada-kubeconfig: %w", err)
 	}
 	f.cancel = cancel
-	m.Logger.Info("placing Karmada ResourceBindings", "clusters", len(view.Clusters()))
-	return admission.Bindings{Federation: view}, nil
+	hold := m.controller.ctl != nil // the controller releases what is held
+	m.Logger.Info("placing Karmada ResourceBindings", "clusters", len(view.Clusters()), "hold", hold)
+	return admission.Bindings{Federation: view, Hold: hold}, nil
 }
 
 // close stops the view's informers.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/gateway/hold"
 	"github.com/carbongate/carbongate/test/services"
 )
@@ -77,12 +78,13 @@ type bindingGate struct {
 	url    string
 	caPEM  []byte
 	client *http.Client
+	proc   *services.Proc
 }
 
 // startBindingGate runs carbongate over TLS with --admission,
-// --karmada-kubeconfig (Karmada's admin) and the client CA of Karmada's
-// API server.
-func startBindingGate(t *testing.T, f *Federation) *bindingGate {
+// --karmada-kubeconfig (Karmada's admin), the client CA of Karmada's API
+// server and extra.
+func startBindingGate(t *testing.T, f *Federation, extra ...string) *bindingGate {
 	t.Helper()
 	dir := t.TempDir()
 	ca := services.NewCA(t, "carbongate-serving-ca")
@@ -97,15 +99,16 @@ func startBindingGate(t *testing.T, f *Federation) *bindingGate {
 	g := &bindingGate{caPEM: ca.PEM, client: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}}
 	bin := services.GoBuild(t, "carbongate")
-	services.StartBinary(t, services.Binary{
+	g.proc = services.StartBinary(t, services.Binary{
 		Name: "carbongate", Path: filepath.Join(bin, "carbongate"),
 		ArgsFor: func() []string {
 			port := services.FreePort(t)
 			g.url = fmt.Sprintf("https://127.0.0.1:%d", port)
-			return []string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--clock", "replay", "--replay-start", replayStart,
+			args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--clock", "replay", "--replay-start", replayStart,
 				"--drain-delay", "0s", "--access-log=false",
 				"--admission", "--tls-cert", filepath.Join(dir, "tls.crt"), "--tls-key", filepath.Join(dir, "tls.key"),
 				"--admission-client-ca", filepath.Join(dir, "client-ca.crt"), "--karmada-kubeconfig", f.Karmada.Kubeconfig}
+			return append(args, extra...)
 		},
 		Ready: func(ctx context.Context) error { return services.TLSReady(g.url+"/readyz", ca.Cert)(ctx) },
 	})
@@ -115,6 +118,13 @@ func startBindingGate(t *testing.T, f *Federation) *bindingGate {
 // decidedMember asks g's POST /v1/schedule where a run of duration by
 // deadline goes among the grid zones of members, and returns that member.
 func (g *bindingGate) decidedMember(t *testing.T, members []*Cluster, duration, deadline string) *Cluster {
+	t.Helper()
+	m, _ := g.decide(t, members, duration, deadline)
+	return m
+}
+
+// decide is decidedMember that also returns the whole answer.
+func (g *bindingGate) decide(t *testing.T, members []*Cluster, duration, deadline string) (*Cluster, api.Schedule) {
 	t.Helper()
 	table, err := regions.Default()
 	if err != nil {
@@ -139,18 +149,14 @@ func (g *bindingGate) decidedMember(t *testing.T, members []*Cluster, duration, 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var d struct {
-		Decision struct {
-			Zone string `json:"zone"`
-		} `json:"decision"`
-	}
+	var d api.Schedule
 	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /v1/schedule: %s, %v", resp.Status, err)
 	}
-	m, ok := byZone[d.Decision.Zone]
+	m, ok := byZone[string(d.Decision.Zone)]
 	if !ok {
 		t.Fatalf("POST /v1/schedule chose %q, not a member's zone %v", d.Decision.Zone, zones)
 	}
-	t.Logf("carbongate decides %s (%s, zone %s) among %v", m.Name, m.Region, d.Decision.Zone, zones)
-	return m
+	t.Logf("carbongate decides %s (%s, zone %s) at %s among %v", m.Name, m.Region, d.Decision.Zone, d.Decision.Start.Format(time.RFC3339), zones)
+	return m, d
 }

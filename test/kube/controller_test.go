@@ -229,18 +229,11 @@ func (g *gate) now(t testing.TB) time.Time {
 // exposed); absent fails the test.
 func (g *gate) metric(t testing.TB, series string) float64 {
 	t.Helper()
-	b := g.get(t, "/metrics")
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
+	v, ok := services.MetricValue(t, g.get(t, "/metrics"), series)
+	if !ok {
+		t.Fatalf("no series %s in /metrics", series)
 	}
-	t.Fatalf("no series %s in /metrics", series)
-	return 0
+	return v
 }
 
 // released waits for a workload to carry the released label and returns

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,4 +35,23 @@ func Call(tb testing.TB, method, url string, body []byte) []byte {
 		tb.Fatalf("%s %s: %d %s (%v)", method, url, resp.StatusCode, b, err)
 	}
 	return b
+}
+
+// MetricValue returns the value of series (a name and its labels as the
+// Prometheus text exposition writes them, e.g.
+// `carbongate_controller_releases_total{kind="job",reason="scheduled"}`)
+// in exposition, ok false when it is absent; a value that does not parse
+// fails tb.
+func MetricValue(tb testing.TB, exposition []byte, series string) (float64, bool) {
+	tb.Helper()
+	for line := range strings.SplitSeq(string(exposition), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("%s: %v", line, err)
+			}
+			return f, true
+		}
+	}
+	return 0, false
 }

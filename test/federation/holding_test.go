@@ -1,0 +1,246 @@
+//go:build interop
+
+package federation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/cluster"
+	"github.com/carbongate/carbongate/test/services"
+)
+
+// holdSpeed is the replay clock's speed in the holding test: an hour of
+// hold lasts a second.
+const holdSpeed = 3600
+
+// testHolding runs two carbongate replicas with --controller as well as
+// --karmada-kubeconfig (the controller's own cluster is Karmada's API
+// server here; its Lease is there), the second serving the webhook: a Job
+// with a deadline whose policy allows all three members is held — its
+// binding labelled held with its scheduling suspended, the Job in no
+// member, across an edit of the Job — while the leader is killed; the
+// other replica takes over and releases it once at the decided start: the
+// Job appears in the decided member only, its binding labelled released,
+// and an edit afterwards neither moves nor duplicates it.
+func testHolding(t *testing.T, f *Federation) {
+	const ns, leaseNS = "held", "carbongate-system"
+	f.kubectl(f.Karmada, nil, "apply", "--server-side", "-f", filepath.Join(services.RepoRoot(t), "deploy", "crd", "vmtemplate.yaml"))
+	createNamespace(t, f, ns)
+	createNamespace(t, f, leaseNS)
+	args := []string{"--controller", "--kubeconfig", f.Karmada.Kubeconfig, "--controller-namespace", leaseNS,
+		"--decision-key-file", keyFile(t), "--replay-speed", fmt.Sprint(holdSpeed), "--redecide=false",
+		"--leader-lease-duration", "3s", "--leader-renew-deadline", "2s", "--leader-retry-period", "500ms"}
+	leader := startBindingGate(t, f, args...)
+	waitLog(t, leader, "elected leader")
+	g := startBindingGate(t, f, args...)
+	f.RegisterBindingWebhook(t, "carbongate-holding", g.url+admission.Path, g.caPEM)
+
+	d, deadline := laterStart(t, g, f.Members, "PT1H")
+	clk := replayClock{wall: time.Now(), replay: d.Clock.Now}
+	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT1H"})
+	b := waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Held {
+			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
+		}
+		return nil
+	})
+	if s, _, _ := unstructured.NestedBool(b.Object, hold.BindingSuspension...); !s {
+		t.Fatalf("binding held-job: spec.suspension.scheduling not true: %v", b.Object["spec"])
+	}
+	dec, err := hold.Parse(b.GetAnnotations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
+	releaseAt := clk.wallOf(dec.ReleaseAt())
+	if time.Until(releaseAt) < 2*time.Second {
+		t.Fatalf("the binding's decision releases it %v from now: too soon for the hold to show", time.Until(releaseAt))
+	}
+	t.Logf("held until %s (in %v), then in %s", dec.ReleaseAt().Format(time.RFC3339), time.Until(releaseAt).Round(time.Millisecond), want.Name)
+
+	editJob(t, f, ns, "held", "before-release")
+	leader.proc.Kill()
+	for time.Until(releaseAt) > time.Second {
+		if in := jobIn(t, f, ns, "held"); len(in) > 0 {
+			t.Fatalf("Job held/held in %v %v before its release", in, time.Until(releaseAt).Round(time.Millisecond))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cluster.Eventually(t, time.Minute, "Job held/held in "+want.Name, func(ctx context.Context) error {
+		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, "held", metav1.GetOptions{})
+		return err
+	})
+	t.Logf("figures: the held Job appeared in %s %v after its decided release (the leader killed while holding)", want.Name, time.Since(releaseAt).Round(time.Millisecond))
+	waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Released || b.GetAnnotations()[hold.AnnotationReleasedAt] == "" {
+			return fmt.Errorf("labels %v, annotations %v: want released", b.GetLabels(), b.GetAnnotations())
+		}
+		return nil
+	})
+	if n := g.metric(t, `carbongate_controller_releases_total{kind="resourcebinding",reason="scheduled"}`); n != 1 {
+		t.Errorf("the replica that took over released %v bindings, want 1", n)
+	}
+	editJob(t, f, ns, "held", "after-release")
+	time.Sleep(2 * time.Second)
+	if in := jobIn(t, f, ns, "held"); len(in) != 1 || in[0] != want.Name {
+		t.Fatalf("Job held/held in %v after an edit, want in %s only", in, want.Name)
+	}
+}
+
+// waitLog waits until g's log has substring s.
+func waitLog(t *testing.T, g *bindingGate, s string) {
+	t.Helper()
+	cluster.Eventually(t, 30*time.Second, "carbongate logs "+s, func(context.Context) error {
+		if !strings.Contains(g.proc.Log(), s) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+// metric reads the value of series (name and labels as exposed) from g's
+// /metrics; absent is 0.
+func (g *bindingGate) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	resp, err := g.client.Get(g.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := services.MetricValue(t, body, series)
+	return v
+}
+
+// laterStart finds a deadline by which a run of duration starts at least
+// 4 h after the replay clock's now (4 s of hold at holdSpeed): it asks g
+// for deadlines 3 h to 48 h after the hour of now and returns the first
+// such answer and its deadline.
+func laterStart(t *testing.T, g *bindingGate, members []*Cluster, duration string) (api.Schedule, string) {
+	t.Helper()
+	_, d := g.decide(t, members, duration, "2021-06-03T00:00:00Z") // its clock: now
+	for h := 3; h <= 48; h++ {
+		deadline := d.Clock.Now.Truncate(time.Hour).Add(time.Duration(h) * time.Hour).Format(time.RFC3339)
+		if _, d = g.decide(t, members, duration, deadline); d.Decision.Start.Sub(d.Clock.Now) >= 4*time.Hour {
+			return d, deadline
+		}
+	}
+	t.Fatal("no deadline within 48 h puts the decided start 4 h or more after now: the hold would not show")
+	return api.Schedule{}, ""
+}
+
+// replayClock maps the replay clock of a carbongate at holdSpeed to the
+// wall clock: replay read at wall.
+type replayClock struct{ wall, replay time.Time }
+
+func (c replayClock) wallOf(t time.Time) time.Time {
+	return c.wall.Add(t.Sub(c.replay) / holdSpeed)
+}
+
+// keyFile writes a random decision key and returns its path.
+func keyFile(t *testing.T) string {
+	t.Helper()
+	key := make([]byte, hold.MinKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "decision.key")
+	if err := os.WriteFile(p, []byte(hex.EncodeToString(key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// createJob creates a Job of a pause container on Karmada with annotations
+// and a PropagationPolicy of its own over all members.
+func createJob(t *testing.T, f *Federation, ns, name string, annotations map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}},
+	}
+	if _, err := f.Karmada.Kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"resourceSelectors": []any{map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": name}},
+			"placement":         map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
+		},
+	}}
+	if _, err := f.Karmada.Dynamic.Resource(PropagationPolicyResource).Namespace(ns).Create(ctx, pp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editJob annotates Job ns/name on Karmada, which makes Karmada rewrite
+// its binding from the policy.
+func editJob(t *testing.T, f *Federation, ns, name, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"example.com/edited":%q}}}`, value)
+	if _, err := f.Karmada.Kube.BatchV1().Jobs(ns).Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jobIn returns the members that have Job ns/name.
+func jobIn(t *testing.T, f *Federation, ns, name string) []string {
+	t.Helper()
+	var in []string
+	for _, m := range f.Members {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := m.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case err == nil:
+			in = append(in, m.Name)
+		case !apierrors.IsNotFound(err):
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+	}
+	return in
+}
+
+// waitBinding waits until binding ns/name exists and ok accepts it, and
+// returns it.
+func waitBinding(t *testing.T, f *Federation, ns, name string, ok func(*unstructured.Unstructured) error) *unstructured.Unstructured {
+	t.Helper()
+	var b *unstructured.Unstructured
+	cluster.Eventually(t, time.Minute, "binding "+ns+"/"+name, func(ctx context.Context) error {
+		var err error
+		if b, err = f.Karmada.Dynamic.Resource(ResourceBindingResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		return ok(b)
+	})
+	return b
+}
