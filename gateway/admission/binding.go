@@ -32,7 +32,7 @@ import (
 // AnnotationUnscheduled saying why: it never blocks a binding.
 
 // bindingOutputs are the annotations only carbongate writes on a binding.
-var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster)
+var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster, AnnotationWeights)
 
 // decideBinding places a ResourceBinding.
 func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
@@ -83,9 +83,10 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
 // (the old object's) if the update dropped it.
 func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
 	cluster := b.Metadata.Annotations[AnnotationCluster]
-	narrowed := cluster == ""
-	if p := b.Spec.Placement; p != nil && p.ClusterAffinity != nil && slices.Equal(p.ClusterAffinity.ClusterNames, []string{cluster}) {
-		narrowed = true
+	ws, divided := parseWeights(b.Metadata.Annotations[AnnotationWeights])
+	narrowed := cluster == "" || (!divided && b.narrowedTo(cluster))
+	if divided {
+		narrowed = false // weights are set again: comparing them costs as much
 	}
 	_, labelled := b.Metadata.Labels[hold.Label]
 	keepLabel := !labelled && oldLabel != ""
@@ -96,7 +97,10 @@ func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
 	if err != nil {
 		return deny(400, "request.object: %v", err)
 	}
-	if !narrowed {
+	switch {
+	case divided:
+		divide(p, ws)
+	case !narrowed:
 		narrow(p, cluster)
 	}
 	if keepLabel {
@@ -160,6 +164,13 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if !ok {
 		return unplaced(raw, fmt.Sprintf("carbongate chose zone %s, which is not a candidate", d.Decision.Zone))
 	}
+	var ws []weighted
+	if b.divided() {
+		var why string
+		if ws, why = w.weigh(ctx, sched, b, cand, d, win.dur); why != "" {
+			return unplaced(raw, why)
+		}
+	}
 	dec := hold.Decision{Region: m.Region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: win.deadline.Add(-win.dur)}
 	a := dec.Annotations()
 	if a[AnnotationProvenance], err = provenanceJSON(m.Region, d, requestID); err != nil {
@@ -170,6 +181,9 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	}
 	a[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(hold.Subject{Kind: BindingKind, Namespace: ns, Name: b.Metadata.Name}, a)
 	a[AnnotationCluster] = m.Name
+	if ws != nil {
+		a[AnnotationWeights] = formatWeights(ws)
+	}
 	p, err := newRawPatch(raw)
 	if err != nil {
 		return deny(400, "request.object: %v", err)
@@ -177,7 +191,11 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		p.set(a[k], "metadata", "annotations", k)
 	}
-	narrow(p, m.Name)
+	if ws != nil {
+		divide(p, ws)
+	} else {
+		narrow(p, m.Name)
+	}
 	if w.cfg.Bindings.Hold && !placeOnly && !b.suspended() {
 		p.set(hold.Held, "metadata", "labels", hold.Label)
 		p.set(true, hold.BindingSuspension...)
@@ -206,4 +224,10 @@ func unplaced(raw []byte, why string) outcome {
 func (b binding) suspended() bool {
 	s := b.Spec.Suspension
 	return s != nil && s.Scheduling != nil && *s.Scheduling
+}
+
+// narrowedTo reports whether the binding's clusterNames are [cluster].
+func (b binding) narrowedTo(cluster string) bool {
+	p := b.Spec.Placement
+	return p != nil && p.ClusterAffinity != nil && slices.Equal(p.ClusterAffinity.ClusterNames, []string{cluster})
 }

@@ -80,8 +80,12 @@ func world() fakeData {
 type fakeScheduler struct {
 	ranking []forecast.Zone
 	force   forecast.Zone // answer with this zone, asked or not
-	err     error
-	delay   time.Duration
+	// means, when set, are each zone's mean intensity in any window: the
+	// answer is the zone of the lowest, with every asked zone's window as
+	// the alternatives, best first.
+	means map[forecast.Zone]float64
+	err   error
+	delay time.Duration
 
 	mu   sync.Mutex
 	reqs []gateway.Request
@@ -119,6 +123,14 @@ func (f *fakeScheduler) Schedule(ctx context.Context, req gateway.Request) (gate
 	}
 	for _, z := range req.Zones {
 		d.Provenance[z] = forecast.Provenance{Source: forecast.SourceBaseline}
+	}
+	if f.means != nil {
+		start := cmp.Or(req.EarliestStart, t0)
+		for _, z := range req.Zones {
+			d.Alternatives = append(d.Alternatives, gateway.Placement{Zone: z, Start: start, End: start.Add(req.Duration), Mean: f.means[z]})
+		}
+		slices.SortStableFunc(d.Alternatives, func(a, b gateway.Placement) int { return cmp.Compare(a.Mean, b.Mean) })
+		d.Decision = d.Alternatives[0]
 	}
 	return d, nil
 }

@@ -54,6 +54,8 @@ type bindingPlacement struct {
 	ClusterAffinity    *clusterAffinity    `json:"clusterAffinity"`
 	ClusterAffinities  []json.RawMessage   `json:"clusterAffinities"`
 	ClusterTolerations []corev1.Toleration `json:"clusterTolerations"`
+	ReplicaScheduling  *replicaScheduling  `json:"replicaScheduling"`
+	SpreadConstraints  []spreadConstraint  `json:"spreadConstraints"`
 }
 
 type clusterAffinity struct {
@@ -70,6 +72,7 @@ type binding struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Spec     struct {
 		Resource   WorkloadRef       `json:"resource"`
+		Replicas   int32             `json:"replicas"`
 		Placement  *bindingPlacement `json:"placement"`
 		Suspension *struct {
 			Scheduling *bool `json:"scheduling"`

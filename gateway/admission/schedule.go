@@ -22,6 +22,9 @@ func (w *Webhook) schedule(ctx context.Context, sched Scheduler, zones []forecas
 	if s.Origin != "" {
 		text.Origin = &s.Origin
 	}
+	if s.EarliestStart != "" {
+		text.EarliestStart = &s.EarliestStart
+	}
 	req, err := gateway.ParseRequest(text)
 	if err != nil {
 		return gateway.Decision{}, err

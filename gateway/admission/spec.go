@@ -27,6 +27,7 @@ type object struct {
 type spec struct {
 	Duration      string // as given: carbongate parses it again
 	Deadline      string // "" when absent
+	EarliestStart string // "" when absent (now)
 	MaxLatencyMs  float64
 	OriginRegion  string
 	Provider      string // one of regions.Providers(); DefaultProvider when absent

@@ -34,6 +34,7 @@ func TestFederation(t *testing.T) {
 	t.Run("Propagation", func(t *testing.T) { testPropagation(t, f) })
 	t.Run("BindingWebhook", func(t *testing.T) { testBindingWebhook(t, f) })
 	t.Run("Placement", func(t *testing.T) { testPlacement(t, f) })
+	t.Run("Divided", func(t *testing.T) { testDivided(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
 }
 

@@ -12,15 +12,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/cluster"
 	"github.com/carbongate/carbongate/test/services"
 )
 
@@ -126,21 +129,19 @@ func (g *bindingGate) decidedMember(t *testing.T, members []*Cluster, duration, 
 // decide is decidedMember that also returns the whole answer.
 func (g *bindingGate) decide(t *testing.T, members []*Cluster, duration, deadline string) (*Cluster, api.Schedule) {
 	t.Helper()
-	table, err := regions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byZone := map[string]*Cluster{}
+	return g.ask(t, members, map[string]any{"duration": duration, "deadline": deadline})
+}
+
+// ask posts req (its zones: those of members) to g's /v1/schedule and
+// returns the member decided and the answer.
+func (g *bindingGate) ask(t *testing.T, members []*Cluster, req map[string]any) (*Cluster, api.Schedule) {
+	t.Helper()
 	var zones []string
 	for _, m := range members {
-		r, err := table.Lookup(m.Provider, m.Region)
-		if err != nil {
-			t.Fatalf("member %s: %v", m.Name, err)
-		}
-		byZone[string(r.Zone)] = m
-		zones = append(zones, string(r.Zone))
+		zones = append(zones, string(memberZone(t, m)))
 	}
-	body, err := json.Marshal(map[string]any{"zones": zones, "duration": duration, "deadline": deadline})
+	req["zones"] = zones
+	body, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +154,101 @@ func (g *bindingGate) decide(t *testing.T, members []*Cluster, duration, deadlin
 	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /v1/schedule: %s, %v", resp.Status, err)
 	}
-	m, ok := byZone[string(d.Decision.Zone)]
-	if !ok {
-		t.Fatalf("POST /v1/schedule chose %q, not a member's zone %v", d.Decision.Zone, zones)
-	}
+	m := g.memberOf(t, members, d.Decision.Zone)
 	t.Logf("carbongate decides %s (%s, zone %s) at %s among %v", m.Name, m.Region, d.Decision.Zone, d.Decision.Start.Format(time.RFC3339), zones)
 	return m, d
+}
+
+// memberZone is the grid zone of m's region.
+func memberZone(t *testing.T, m *Cluster) string {
+	t.Helper()
+	table, err := regions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := table.Lookup(m.Provider, m.Region)
+	if err != nil {
+		t.Fatalf("member %s: %v", m.Name, err)
+	}
+	return string(r.Zone)
+}
+
+// testDivided runs carbongate as the binding webhook for a Deployment of
+// 4 replicas whose policy divides them over all three members and spreads
+// them over at least two: they go to the two members whose zones
+// carbongate's forecast finds greenest over the decided window, 3 in the
+// greenest and 1 in the other (the least emissions the spread allows),
+// none elsewhere.
+func testDivided(t *testing.T, f *Federation) {
+	const ns, name = "divided", "divided"
+	g := startBindingGate(t, f)
+	f.RegisterBindingWebhook(t, "carbongate-divided", g.url+admission.Path, g.caPEM)
+	deadline := "2021-06-01T12:00:00Z"
+	first, d := g.decide(t, f.Members, "PT2H", deadline)
+	_, at := g.decideAt(t, f.Members, "PT2H", d.Decision.Start)
+	second := f.Members[0]
+	for _, a := range at.Alternatives { // best first
+		if m := g.memberOf(t, f.Members, a.Zone); m != first {
+			second = m
+			break
+		}
+	}
+	createNamespace(t, f, ns)
+	createAnnotatedDeployment(t, f, ns, name, 4, map[string]any{
+		"clusterAffinity":   map[string]any{"clusterNames": memberNames(f)},
+		"replicaScheduling": map[string]any{"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"},
+		"spreadConstraints": []any{map[string]any{"spreadByField": "cluster", "minGroups": 2, "maxGroups": 3}},
+	}, map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"})
+
+	var split map[string]int32
+	cluster.Eventually(t, 2*time.Minute, "the Deployment divided over two members", func(ctx context.Context) error {
+		split = map[string]int32{}
+		var sum int32
+		for _, m := range f.Members {
+			dep, err := m.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			split[m.Name] = *dep.Spec.Replicas
+			sum += *dep.Spec.Replicas
+		}
+		if sum != 4 {
+			return fmt.Errorf("replicas %v, want 4 in all", split)
+		}
+		return nil
+	})
+	if len(split) != 2 || split[first.Name] != 3 || split[second.Name] != 1 {
+		t.Fatalf("replicas by member %v: want 3 in %s (greenest) and 1 in %s (next greenest over the window), none elsewhere", split, first.Name, second.Name)
+	}
+	b, err := f.Karmada.Dynamic.Resource(ResourceBindingResource).Namespace(ns).Get(context.Background(), name+"-deployment", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("figures: 4 replicas divided %v by carbon (weights %s)", split, b.GetAnnotations()[admission.AnnotationWeights])
+}
+
+// decideAt asks g where a run of duration starting at start goes among the
+// members' zones: its alternatives are every zone's window at start.
+func (g *bindingGate) decideAt(t *testing.T, members []*Cluster, duration string, start time.Time) (*Cluster, api.Schedule) {
+	t.Helper()
+	dur, err := time.ParseDuration(strings.ToLower(strings.TrimPrefix(duration, "PT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.ask(t, members, map[string]any{"duration": duration, "earliest_start": start.Format(time.RFC3339), "deadline": start.Add(dur).Format(time.RFC3339)})
+}
+
+// memberOf returns the member of members in zone.
+func (g *bindingGate) memberOf(t *testing.T, members []*Cluster, zone string) *Cluster {
+	t.Helper()
+	for _, m := range members {
+		if memberZone(t, m) == zone {
+			return m
+		}
+	}
+	t.Fatalf("no member in zone %s", zone)
+	return nil
 }
