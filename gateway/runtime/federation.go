@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/controller"
 	"github.com/carbongate/carbongate/gateway/karmada"
 	"github.com/carbongate/carbongate/gateway/kserve"
 )
@@ -34,6 +36,9 @@ func (f *federationPart) open(m *Runtime, kubeconfig string, wl *admission.Workl
 	if err != nil {
 		return admission.Bindings{}, fmt.Errorf("--karmada-kubeconfig: %s", forecast.ErrorMessage(err))
 	}
+	// Every binding CREATE reads its workload: client-go's default limit
+	// (5 requests/s) would queue a wave of bindings for tens of seconds.
+	cfg.QPS, cfg.Burst = float32(cmp.Or(m.Controller.QPS, controller.DefaultQPS)), cmp.Or(m.Controller.Burst, controller.DefaultBurst)
 	view, err := karmada.New(cfg)
 	if err != nil {
 		return admission.Bindings{}, fmt.Errorf("--karmada-kubeconfig: %w", err)

@@ -36,6 +36,7 @@ func TestFederation(t *testing.T) {
 	t.Run("Placement", func(t *testing.T) { testPlacement(t, f) })
 	t.Run("Divided", func(t *testing.T) { testDivided(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
+	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })
 }
 
 // testPropagation checks that Karmada's own placement works: a Deployment

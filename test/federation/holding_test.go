@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,20 +40,16 @@ const holdSpeed = 3600
 // Job appears in the decided member only, its binding labelled released,
 // and an edit afterwards neither moves nor duplicates it.
 func testHolding(t *testing.T, f *Federation) {
-	const ns, leaseNS = "held", "carbongate-system"
-	f.kubectl(f.Karmada, nil, "apply", "--server-side", "-f", filepath.Join(services.RepoRoot(t), "deploy", "crd", "vmtemplate.yaml"))
+	const ns = "held"
 	createNamespace(t, f, ns)
-	createNamespace(t, f, leaseNS)
-	args := []string{"--controller", "--kubeconfig", f.Karmada.Kubeconfig, "--controller-namespace", leaseNS,
-		"--decision-key-file", keyFile(t), "--replay-speed", fmt.Sprint(holdSpeed), "--redecide=false",
-		"--leader-lease-duration", "3s", "--leader-renew-deadline", "2s", "--leader-retry-period", "500ms"}
+	args := controllerArgs(t, f, holdSpeed)
 	leader := startBindingGate(t, f, args...)
 	waitLog(t, leader, "elected leader")
 	g := startBindingGate(t, f, args...)
 	f.RegisterBindingWebhook(t, "carbongate-holding", g.url+admission.Path, g.caPEM)
 
-	d, deadline := laterStart(t, g, f.Members, "PT1H")
-	clk := replayClock{wall: time.Now(), replay: d.Clock.Now}
+	d, deadline := laterStart(t, g, f.Members, "PT1H", 4*time.Hour)
+	clk := replayClock{wall: time.Now(), replay: d.Clock.Now, speed: holdSpeed}
 	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
 		if b.GetLabels()[hold.Label] != hold.Held {
@@ -135,28 +129,31 @@ func (g *bindingGate) metric(t *testing.T, series string) float64 {
 }
 
 // laterStart finds a deadline by which a run of duration starts at least
-// 4 h after the replay clock's now (4 s of hold at holdSpeed): it asks g
-// for deadlines 3 h to 48 h after the hour of now and returns the first
+// lead after the replay clock's now (lead/holdSpeed of wall time): it asks
+// g for deadlines 3 h to 48 h after the hour of now and returns the first
 // such answer and its deadline.
-func laterStart(t *testing.T, g *bindingGate, members []*Cluster, duration string) (api.Schedule, string) {
+func laterStart(t *testing.T, g *bindingGate, members []*Cluster, duration string, lead time.Duration) (api.Schedule, string) {
 	t.Helper()
 	_, d := g.decide(t, members, duration, "2021-06-03T00:00:00Z") // its clock: now
 	for h := 3; h <= 48; h++ {
 		deadline := d.Clock.Now.Truncate(time.Hour).Add(time.Duration(h) * time.Hour).Format(time.RFC3339)
-		if _, d = g.decide(t, members, duration, deadline); d.Decision.Start.Sub(d.Clock.Now) >= 4*time.Hour {
+		if _, d = g.decide(t, members, duration, deadline); d.Decision.Start.Sub(d.Clock.Now) >= lead {
 			return d, deadline
 		}
 	}
-	t.Fatal("no deadline within 48 h puts the decided start 4 h or more after now: the hold would not show")
+	t.Fatalf("no deadline within 48 h puts the decided start %v or more after now: the hold would not show", lead)
 	return api.Schedule{}, ""
 }
 
-// replayClock maps the replay clock of a carbongate at holdSpeed to the
-// wall clock: replay read at wall.
-type replayClock struct{ wall, replay time.Time }
+// replayClock maps the replay clock of a carbongate running speed times
+// as fast as the wall clock to the wall clock: replay read at wall.
+type replayClock struct {
+	wall, replay time.Time
+	speed        float64
+}
 
 func (c replayClock) wallOf(t time.Time) time.Time {
-	return c.wall.Add(t.Sub(c.replay) / holdSpeed)
+	return c.wall.Add(time.Duration(float64(t.Sub(c.replay)) / c.speed))
 }
 
 // keyFile writes a random decision key and returns its path.
@@ -177,27 +174,10 @@ func keyFile(t *testing.T) string {
 // and a PropagationPolicy of its own over all members.
 func createJob(t *testing.T, f *Federation, ns, name string, annotations map[string]string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}},
-	}
-	if _, err := f.Karmada.Kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+	if err := newJob(f, ns, name, annotations); err != nil {
 		t.Fatal(err)
 	}
-	pp := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"resourceSelectors": []any{map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": name}},
-			"placement":         map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
-		},
-	}}
-	if _, err := f.Karmada.Dynamic.Resource(PropagationPolicyResource).Namespace(ns).Create(ctx, pp, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPolicy(t, f, ns, name, map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": name})
 }
 
 // editJob annotates Job ns/name on Karmada, which makes Karmada rewrite

@@ -51,8 +51,14 @@ func (f *Federation) startKarmada() {
 	f.kubectl(k, nil, "apply", "--server-side", "-R", "-f", filepath.Join(f.bins.karmada, "crds"))
 	f.startAggregatedAPIServer()
 	f.startWebhook()
-	f.startComponent("karmada-controller-manager", "--cluster-status-update-frequency=5s")
-	f.startComponent("karmada-scheduler")
+	// The API and work-queue rate limits of Karmada's components (40
+	// requests/s and 10 items/s past a burst of 100 by default, several
+	// requests per workload propagated) take tens of seconds to propagate
+	// a wave of 200 workloads; operators raise them the same way.
+	limits := []string{"--kube-api-qps=400", "--kube-api-burst=800", "--rate-limiter-qps=400", "--rate-limiter-bucket-size=1000"}
+	f.startComponent("karmada-controller-manager", append([]string{"--cluster-status-update-frequency=5s",
+		"--concurrent-resourcebinding-syncs=10", "--concurrent-work-syncs=10"}, limits...)...)
+	f.startComponent("karmada-scheduler", limits...)
 	f.startKubeControllerManager()
 }
 
