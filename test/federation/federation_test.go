@@ -35,8 +35,10 @@ func TestFederation(t *testing.T) {
 	t.Run("BindingWebhook", func(t *testing.T) { testBindingWebhook(t, f) })
 	t.Run("Placement", func(t *testing.T) { testPlacement(t, f) })
 	t.Run("Divided", func(t *testing.T) { testDivided(t, f) })
+	t.Run("WebhookDown", func(t *testing.T) { testWebhookDown(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
 	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })
+	t.Run("ReleaseTainted", func(t *testing.T) { testReleaseTainted(t, f) })
 }
 
 // testPropagation checks that Karmada's own placement works: a Deployment

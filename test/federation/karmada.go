@@ -313,3 +313,20 @@ func (f *Federation) RegisterBindingWebhook(tb testing.TB, name, url string, ca 
 		}
 	})
 }
+
+// PointBindingWebhook points the webhook name registered with
+// RegisterBindingWebhook at url, trusting ca.
+func (f *Federation) PointBindingWebhook(tb testing.TB, name, url string, ca []byte) {
+	tb.Helper()
+	hooks := f.Karmada.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := hooks.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		tb.Fatalf("federation: webhook %s: %v", name, err)
+	}
+	cfg.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
+	if _, err := hooks.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
+		tb.Fatalf("federation: pointing webhook %s at %s: %v", name, url, err)
+	}
+}

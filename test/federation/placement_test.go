@@ -252,3 +252,37 @@ func (g *bindingGate) memberOf(t *testing.T, members []*Cluster, zone string) *C
 	t.Fatalf("no member in zone %s", zone)
 	return nil
 }
+
+// testWebhookDown: with carbongate's binding webhook registered
+// (failurePolicy Fail) and carbongate down, Karmada cannot create the
+// binding of a new workload — it exists in no member, rather than where
+// its policy alone would put it — and retries; once carbongate answers
+// again the workload lands in the decided member only.
+func testWebhookDown(t *testing.T, f *Federation) {
+	const ns, name = "down", "down"
+	g := startBindingGate(t, f)
+	f.RegisterBindingWebhook(t, "carbongate-down", g.url+admission.Path, g.caPEM)
+	g.proc.Kill()
+	createNamespace(t, f, ns)
+	deadline := "2021-06-01T12:00:00Z"
+	createAnnotatedDeployment(t, f, ns, name, 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
+		map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"})
+	time.Sleep(5 * time.Second) // Karmada has tried and been refused
+	if _, err := f.Karmada.Dynamic.Resource(ResourceBindingResource).Namespace(ns).Get(context.Background(), name+"-deployment", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("binding %s-deployment with the webhook down: %v, want none", name, err)
+	}
+	for _, m := range f.Members {
+		if _, err := m.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s: Deployment with the webhook down: %v, want none", m.Name, err)
+		}
+	}
+
+	back := startBindingGate(t, f)
+	want := back.decidedMember(t, f.Members, "PT2H", deadline)
+	f.PointBindingWebhook(t, "carbongate-down", back.url+admission.Path, back.caPEM)
+	start := time.Now()
+	waitDeployment(t, want, ns, name, 1)
+	t.Logf("figures: the Deployment reached %s %v after carbongate answered again (Karmada's retry)", want.Name, time.Since(start).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+	wantOnlyIn(t, f, want, ns, name)
+}

@@ -1,0 +1,96 @@
+//go:build interop
+
+package federation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/carbongate/carbongate/gateway/admission"
+	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/cluster"
+)
+
+// testReleaseTainted: the member a held Job was placed in is tainted
+// NoSchedule (a member cordoned, or NotReady: Karmada taints those the same
+// way) before its release. carbongate releases the binding at its time;
+// Karmada's scheduler then finds no cluster the narrowed placement allows
+// and leaves it unscheduled — the Job goes to no other member — until the
+// taint is gone, when the Job appears in the decided member.
+func testReleaseTainted(t *testing.T, f *Federation) {
+	const ns, speed = "tainted", 6
+	createNamespace(t, f, ns)
+	g := startBindingGate(t, f, append(controllerArgs(t, f, speed), "--replay-start", "2021-06-02T21:58:30Z")...)
+	f.RegisterBindingWebhook(t, "carbongate-tainted", g.url+admission.Path, g.caPEM)
+	_, d := g.decide(t, f.Members, "PT1H", waveDeadline)
+	clk := replayClock{wall: time.Now(), replay: d.Clock.Now, speed: speed}
+	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: waveDeadline, hold.AnnotationDuration: "PT1H"})
+	b := waitBinding(t, f, ns, "tainted-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Held {
+			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
+		}
+		return nil
+	})
+	want := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
+	dec, err := hold.Parse(b.GetAnnotations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Until(clk.wallOf(dec.ReleaseAt())) < time.Second {
+		t.Fatalf("released %v from now: too soon to taint its member first", time.Until(clk.wallOf(dec.ReleaseAt())))
+	}
+	taint(t, f, want.Name, `[{"key":"example.com/maintenance","effect":"NoSchedule"}]`)
+
+	waitBinding(t, f, ns, "tainted-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Released {
+			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // Karmada's scheduler has tried
+	if in := jobIn(t, f, ns, "tainted"); len(in) > 0 {
+		t.Fatalf("Job tainted/tainted in %v while its member %s is tainted, want in none", in, want.Name)
+	}
+	b = waitBinding(t, f, ns, "tainted-job", func(*unstructured.Unstructured) error { return nil })
+	t.Logf("released into tainted %s: Karmada's scheduling condition %v", want.Name, scheduledCondition(b))
+
+	taint(t, f, want.Name, "null")
+	start := time.Now()
+	cluster.Eventually(t, time.Minute, "Job tainted/tainted in "+want.Name, func(ctx context.Context) error {
+		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, "tainted", metav1.GetOptions{})
+		return err
+	})
+	t.Logf("figures: the Job reached %s %v after its taint was removed", want.Name, time.Since(start).Round(time.Millisecond))
+	if in := jobIn(t, f, ns, "tainted"); len(in) != 1 {
+		t.Fatalf("Job tainted/tainted in %v, want in %s only", in, want.Name)
+	}
+}
+
+// taint sets Cluster name's spec.taints to taints (JSON; null: none).
+func taint(t *testing.T, f *Federation, name, taints string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	patch := fmt.Appendf(nil, `{"spec":{"taints":%s}}`, taints)
+	if _, err := f.Karmada.Dynamic.Resource(ClusterResource).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scheduledCondition is the Scheduled condition of binding b (status,
+// reason, message), "" when it has none.
+func scheduledCondition(b *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Scheduled" {
+			return fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
+		}
+	}
+	return ""
+}
