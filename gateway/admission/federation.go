@@ -28,7 +28,7 @@ const (
 // AnnotationCluster names the member cluster a ResourceBinding was placed
 // in; the webhook narrows spec.placement.clusterAffinity.clusterNames to
 // it on CREATE and again on every UPDATE.
-const AnnotationCluster = "carbongate.io/scheduling-cluster"
+const AnnotationCluster = hold.AnnotationCluster
 
 // MemberCluster, WorkloadRef and Federation are hold's.
 type (

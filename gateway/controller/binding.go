@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +35,12 @@ import (
 // bindingGVK is Karmada's ResourceBinding.
 var bindingGVK = schema.GroupVersionKind{Group: hold.BindingGroup, Version: hold.BindingVersion, Kind: hold.BindingKind}
 
+func newCluster() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterGVK)
+	return u
+}
+
 func newBinding() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(bindingGVK)
@@ -47,10 +57,79 @@ func bindingReleaser() *releaser {
 			// Cannot fail: the object is a map and the path holds maps.
 			_ = unstructured.SetNestedField(o.(*unstructured.Unstructured).Object, false, hold.BindingSuspension...)
 		},
-		// A binding has no pod spec here; with no node reader the
-		// Unplaceable check, which reads it, does not run.
-		spec: func(client.Object) *corev1.PodSpec { return nil },
+		spec:       func(client.Object) *corev1.PodSpec { return nil }, // unused: cannotTake checks clusters
+		cannotTake: memberCannotTake,
 	}
+}
+
+// clusterGVK is Karmada's Cluster.
+var clusterGVK = schema.GroupVersionKind{Group: "cluster.karmada.io", Version: "v1alpha1", Kind: "Cluster"}
+
+// memberCannotTake says, after a binding's release, why the member
+// clusters it was placed in cannot take it now — not Ready, or a
+// NoSchedule or NoExecute taint its clusterTolerations do not tolerate
+// (Karmada taints NotReady and unreachable members so) — "" when one can
+// or carbongate did not narrow it. Karmada's scheduler then leaves it
+// unscheduled until one can.
+func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) string {
+	u := obj.(*unstructured.Unstructured)
+	names, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "placement", "clusterAffinity", "clusterNames")
+	if obj.GetAnnotations()[hold.AnnotationCluster] == "" || len(names) == 0 {
+		return ""
+	}
+	var tolerations []corev1.Toleration
+	if raw, ok, _ := unstructured.NestedSlice(u.Object, "spec", "placement", "clusterTolerations"); ok {
+		for _, x := range raw {
+			var tol corev1.Toleration
+			if m, ok := x.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tol) == nil {
+				tolerations = append(tolerations, tol)
+			}
+		}
+	}
+	var reasons []string
+	for _, name := range names {
+		c := &unstructured.Unstructured{}
+		c.SetGroupVersionKind(clusterGVK)
+		if err := r.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+			reasons = append(reasons, name+": "+err.Error())
+			continue
+		}
+		why := clusterBlocked(c, tolerations)
+		if why == "" {
+			return ""
+		}
+		reasons = append(reasons, name+": "+why)
+	}
+	return fmt.Sprintf("released to member cluster %s, which cannot take it now (%s): Karmada leaves the binding unscheduled until it can (its Scheduled condition says why)",
+		strings.Join(names, ", "), strings.Join(reasons, "; "))
+}
+
+// clusterBlocked says why Cluster c takes no binding with tolerations
+// now, "" when it does.
+func clusterBlocked(c *unstructured.Unstructured, tolerations []corev1.Toleration) string {
+	conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
+	ready := false
+	for _, x := range conds {
+		if m, ok := x.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
+			ready = true
+		}
+	}
+	if !ready {
+		return "not Ready"
+	}
+	raw, _, _ := unstructured.NestedSlice(c.Object, "spec", "taints")
+	for _, x := range raw {
+		var tt corev1.Taint
+		m, ok := x.(map[string]any)
+		if !ok || runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tt) != nil {
+			continue
+		}
+		if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) &&
+			!slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), &tt, false) }) {
+			return fmt.Sprintf("taint %s:%s", tt.Key, tt.Effect)
+		}
+	}
+	return ""
 }
 
 // addFederation adds the Karmada API server of cfg to the manager (its
@@ -66,7 +145,7 @@ func (c *Controller) addFederation(cfg *rest.Config, scheme *runtime.Scheme, d d
 		o.Logger = c.mgr.GetLogger().WithName("karmada")
 		o.Cache = cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{newBinding(): {Label: held}},
+			ByObject:         map[client.Object]cache.ByObject{newBinding(): {Label: held}, newCluster(): {}},
 		}
 		// Bindings are unstructured: read them from the cache too.
 		o.Client.Cache = &client.CacheOptions{Unstructured: true}
@@ -78,7 +157,8 @@ func (c *Controller) addFederation(cfg *rest.Config, scheme *runtime.Scheme, d d
 		return fmt.Errorf("controller: Karmada API server: %w", err)
 	}
 	r := bindingReleaser()
-	d.client, d.nodes = cl.GetClient(), nil
+	// The release's check reads the member Clusters from the cache.
+	d.client, d.nodes = cl.GetClient(), cl.GetCache()
 	//lint:ignore SA1019 the core/v1 recorder, as for the controller's own cluster (setup)
 	d.events = cl.GetEventRecorderFor("carbongate")
 	r.deps, r.redecider = d, c.redecider()

@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -43,5 +46,46 @@ func TestBindingReleaser(t *testing.T) {
 	}
 	if gvk := newBinding().GroupVersionKind(); gvk.Group != hold.BindingGroup || gvk.Kind != hold.BindingKind || gvk.Version != hold.BindingVersion {
 		t.Fatalf("GVK %v", gvk)
+	}
+}
+
+// TestMemberCannotTake: after a binding's release, a member that is not
+// Ready or carries a taint the binding does not tolerate is named with
+// why; a Ready member, or a taint tolerated, says nothing.
+func TestMemberCannotTake(t *testing.T) {
+	t.Parallel()
+	cluster := func(name string, ready bool, taints ...any) *unstructured.Unstructured {
+		c := newCluster()
+		c.SetName(name)
+		status := "False"
+		if ready {
+			status = "True"
+		}
+		c.Object["spec"] = map[string]any{"taints": taints}
+		c.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}}
+		return c
+	}
+	maintenance := map[string]any{"key": "example.com/maintenance", "effect": "NoSchedule"}
+	r := fake.NewClientBuilder().WithObjects(cluster("ok", true), cluster("down", false), cluster("cordoned", true, maintenance)).Build()
+	for _, tc := range []struct {
+		names       []any
+		tolerations []any
+		want        string // in the message; "": none
+	}{
+		{names: []any{"ok"}},
+		{names: []any{"down"}, want: "down: not Ready"},
+		{names: []any{"cordoned"}, want: "cordoned: taint example.com/maintenance:NoSchedule"},
+		{names: []any{"cordoned"}, tolerations: []any{map[string]any{"key": "example.com/maintenance", "operator": "Exists"}}},
+		{names: []any{"down", "ok"}},
+		{names: []any{"gone"}, want: "gone: "},
+	} {
+		b := newBinding()
+		b.SetAnnotations(map[string]string{hold.AnnotationCluster: "x"})
+		b.Object["spec"] = map[string]any{"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": tc.names},
+			"clusterTolerations": tc.tolerations}}
+		got := memberCannotTake(context.Background(), r, b)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("clusters %v tolerating %v: %q, want %q", tc.names, tc.tolerations, got, tc.want)
+		}
 	}
 }

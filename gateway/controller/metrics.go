@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"workload_namespace"}),
 		unplaceable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_released_unplaceable_total",
-			Help: "Held workloads released while no node of their decided region could take their pods (NotReady, unreachable, cordoned or tainted nodes, or none): their pods wait Pending. By kind (job, pod).",
+			Help: "Held workloads released while no node of their decided region could take their pods (NotReady, unreachable, cordoned or tainted nodes, or none): their pods wait Pending; or ResourceBindings released to a member cluster that is not Ready or tainted: Karmada leaves them unscheduled. By kind (job, pod, resourcebinding).",
 		}, []string{"kind"}),
 		realizedAvoided: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_realized_avoided_grams_total",

@@ -24,6 +24,13 @@ const maxNodeReasons = 3
 // reason, and the unplaceable metric. Its pods wait Pending with the
 // scheduler's reason until a node can take them; nothing else changes.
 func (r *releaser) warnUnplaceable(ctx context.Context, obj client.Object) {
+	if r.cannotTake != nil {
+		if why := r.cannotTake(ctx, r.nodes, obj); why != "" {
+			r.metrics.unplaceable.WithLabelValues(r.kind).Inc()
+			r.events.Eventf(obj, corev1.EventTypeWarning, "Unplaceable", "%s", why)
+		}
+		return
+	}
 	region := obj.GetAnnotations()[hold.AnnotationRegion]
 	if region == "" || r.nodes == nil {
 		return

@@ -30,6 +30,10 @@ type releaser struct {
 	release func(client.Object)
 	// spec is the pod spec obj runs (a Job's template).
 	spec func(client.Object) *corev1.PodSpec
+	// cannotTake, when set, replaces the node check after a release
+	// (placeable.go): it returns why where obj was released cannot take it
+	// now, "" when it can.
+	cannotTake func(ctx context.Context, r client.Reader, obj client.Object) string
 
 	deps
 	redecider *redecider // nil: a decision stands until its time

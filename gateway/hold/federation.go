@@ -27,6 +27,10 @@ const (
 // at the decision's ReleaseAt and labels the binding Released.
 var BindingSuspension = []string{"spec", "suspension", "scheduling"}
 
+// AnnotationCluster names the member cluster a binding was placed in (the
+// greenest, when its replicas are divided over several).
+const AnnotationCluster = "carbongate.io/scheduling-cluster"
+
 // MemberCluster is what placement reads of a Karmada Cluster
 // (cluster.karmada.io/v1alpha1).
 type MemberCluster struct {

@@ -5,6 +5,7 @@ package federation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,21 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	}
 	b = waitBinding(t, f, ns, "tainted-job", func(*unstructured.Unstructured) error { return nil })
 	t.Logf("released into tainted %s: Karmada's scheduling condition %v", want.Name, scheduledCondition(b))
+	cluster.Eventually(t, 30*time.Second, "an Unplaceable event on the binding", func(ctx context.Context) error {
+		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=tainted-job,reason=Unplaceable"})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, "taint example.com/maintenance:NoSchedule") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", evs.Items)
+	})
+	if n := g.metric(t, `carbongate_controller_released_unplaceable_total{kind="resourcebinding"}`); n != 1 {
+		t.Errorf("unplaceable releases %v, want 1", n)
+	}
 
 	taint(t, f, want.Name, "null")
 	start := time.Now()
