@@ -39,7 +39,7 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	if w.cfg.Bindings.Federation == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return allow()
 	}
-	ops, raw, bad := sanitizeBinding(req)
+	ops, raw, bad := sanitizeBinding(req, w.cfg.Workloads.Signer)
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
@@ -62,8 +62,9 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 
 // sanitizeBinding makes the carbongate.io outputs of req's binding those
 // of its old object (none on CREATE), returning the ops and the object
-// with them applied.
-func sanitizeBinding(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
+// with them applied; a held binding's decision moved by the controller
+// (re-signed: it verifies with signer) keeps its new time.
+func sanitizeBinding(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([]op, []byte, string) {
 	old, bad := oldMetadata(req)
 	if bad != "" {
 		return nil, nil, bad
@@ -72,8 +73,16 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest) ([]op, []byte, string) {
 	if bad != "" {
 		return nil, nil, bad
 	}
+	var meta metav1.PartialObjectMetadata
+	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
+		return nil, nil, fmt.Sprintf("request.object: %v", err)
+	}
+	redecided := req.Operation == admissionv1.Update && signer != nil && old.Labels[hold.Label] == hold.Held && meta.Labels[hold.Label] == hold.Held &&
+		signer.Verify(hold.Subject{Kind: BindingKind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
 	for _, k := range bindingOutputs {
-		s.set("annotations", k, old.Annotations)
+		if !redecided || !slices.Contains(hold.SignedDecision, k) {
+			s.set("annotations", k, old.Annotations)
+		}
 	}
 	return s.applied(req.Object.Raw)
 }

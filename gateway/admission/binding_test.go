@@ -317,3 +317,42 @@ func TestBindingHold(t *testing.T) {
 		t.Fatalf("created suspended: %+v, want placed, not labelled held", theirs)
 	}
 }
+
+// TestBindingRedecided: the controller's move of a held binding's start
+// (the decision re-signed) survives the webhook's UPDATE; the same change
+// unsigned, or on a binding no longer held, is put back.
+func TestBindingRedecided(t *testing.T) {
+	t.Parallel()
+	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339)}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}},
+		Bindings{Federation: fakeFederation{workloads: map[string]map[string]string{"web/api": deadline}}, Hold: true})
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &got)
+	held := got.Metadata.Annotations
+	moved := t0.Add(2 * time.Hour).Format(time.RFC3339)
+	for _, c := range []struct {
+		name   string
+		sign   bool
+		label  string
+		wantAt string
+	}{
+		{"re-signed", true, hold.Held, moved},
+		{"unsigned", false, hold.Held, held[hold.AnnotationStart]},
+		{"re-signed but released", true, hold.Released, held[hold.AnnotationStart]},
+	} {
+		a := maps.Clone(held)
+		a[hold.AnnotationStart] = moved
+		if c.sign {
+			a[hold.AnnotationSignature] = testSigner.Sign(hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}, a)
+		}
+		old := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, held)
+		old["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Held}
+		upd := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, a)
+		upd["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: c.label}
+		var after placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &after)
+		if at := after.Metadata.Annotations[hold.AnnotationStart]; at != c.wantAt {
+			t.Errorf("%s: start %s, want %s", c.name, at, c.wantAt)
+		}
+	}
+}
