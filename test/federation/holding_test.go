@@ -49,7 +49,7 @@ func testHolding(t *testing.T, f *Federation) {
 	f.RegisterBindingWebhook(t, "carbongate-holding", g.url+admission.Path, g.caPEM)
 
 	d, deadline := laterStart(t, g, f.Members, "PT1H", 4*time.Hour)
-	clk := replayClock{wall: time.Now(), replay: d.Clock.Now, speed: holdSpeed}
+	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: holdSpeed}
 	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
 		if b.GetLabels()[hold.Label] != hold.Held {
@@ -146,7 +146,9 @@ func laterStart(t *testing.T, g *bindingGate, members []*Cluster, duration strin
 }
 
 // replayClock maps the replay clock of a carbongate running speed times
-// as fast as the wall clock to the wall clock: replay read at wall.
+// as fast as the wall clock to the wall clock: replay read at wall or just
+// after (the request's send time), so that a wall time it gives is never
+// later than the true one and a lag measured from it never shorter.
 type replayClock struct {
 	wall, replay time.Time
 	speed        float64

@@ -82,6 +82,9 @@ type bindingGate struct {
 	caPEM  []byte
 	client *http.Client
 	proc   *services.Proc
+	// sent is when the last POST /v1/schedule was sent: its answer's
+	// clock was read after it.
+	sent time.Time
 }
 
 // startBindingGate runs carbongate over TLS with --admission,
@@ -145,6 +148,7 @@ func (g *bindingGate) ask(t *testing.T, members []*Cluster, req map[string]any) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.sent = time.Now()
 	resp, err := g.client.Post(g.url+"/v1/schedule", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

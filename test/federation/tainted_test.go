@@ -30,7 +30,7 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	g := startBindingGate(t, f, append(controllerArgs(t, f, speed), "--replay-start", "2021-06-02T21:58:30Z")...)
 	f.RegisterBindingWebhook(t, "carbongate-tainted", g.url+admission.Path, g.caPEM)
 	_, d := g.decide(t, f.Members, "PT1H", waveDeadline)
-	clk := replayClock{wall: time.Now(), replay: d.Clock.Now, speed: speed}
+	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: speed}
 	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: waveDeadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "tainted-job", func(b *unstructured.Unstructured) error {
 		if b.GetLabels()[hold.Label] != hold.Held {
