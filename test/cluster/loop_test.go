@@ -37,7 +37,16 @@ func TestCluster(t *testing.T) {
 
 	g := startGate(t, c)
 	t.Run("host", func(t *testing.T) {
-		runJobs(t, c, "loop", map[string]string{optInLabel: "yes"}, images["carbonctl"])
+		t.Run("loop", func(t *testing.T) {
+			t.Parallel()
+			runJobs(t, c, "loop", map[string]string{optInLabel: "yes"}, images["carbonctl"])
+		})
+		// Beside the loop, before the chart's webhook holds pods in every
+		// namespace.
+		t.Run("kserve", func(t *testing.T) {
+			t.Parallel()
+			testKServe(t, c, images["carbonserve"])
+		})
 	})
 	g.Kill()
 	if err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "carbongate-workloads", metav1.DeleteOptions{}); err != nil {
