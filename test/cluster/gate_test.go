@@ -36,7 +36,7 @@ type gate struct {
 	client *http.Client
 }
 
-func startGate(t *testing.T, c *Cluster) *gate {
+func startGate(t *testing.T, c *Cluster, bin string) *gate {
 	t.Helper()
 	ctx := context.Background()
 	root := services.RepoRoot(t)
@@ -73,7 +73,6 @@ func startGate(t *testing.T, c *Cluster) *gate {
 	roots.AddCert(ca.Cert)
 	g := &gate{client: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}}
-	bin := services.GoBuild(t, "carbongate")
 	g.Proc = services.StartBinary(t, services.Binary{
 		Name: "carbongate", Path: filepath.Join(bin, "carbongate"),
 		ArgsFor: func() []string {

@@ -41,16 +41,15 @@ var isvcResource = schema.GroupVersionResource{Group: "serving.kserve.io", Versi
 var kserveZones = []string{"DE", "SE"}
 
 // testKServe runs KServe's own controller against the cluster and applies
-// what `carbonctl deploy render --storage-uri pvc://models/carbon` writes
-// for kserveZones: the models `carbonctl train` wrote sit on a hostPath
+// what `carbonctl deploy render --storage-uri pvc://models/carbon` (bin's
+// carbonctl) writes for kserveZones: the models `carbonctl train` wrote sit on a hostPath
 // PersistentVolume bound to PVC models, KServe's pod webhook (registered by
 // URL) mounts its subpath <signal>/<ZONE> at /mnt/models, and the predictor
 // pods run carbonserve's image on the real nodes. carbongate, on the host
 // as a user allowed only to read InferenceServices, discovers them and
 // forecasts each zone with its model (source zone).
-func testKServe(t *testing.T, c *Cluster, serveImage string) {
+func testKServe(t *testing.T, c *Cluster, bin, serveImage string) {
 	start := time.Now()
-	bin := services.GoBuild(t, "carbonctl", "carbongate")
 	if out, err := c.Kubectl(context.Background(), "create", "namespace", kserveNS); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -108,6 +107,7 @@ func applyPredictors(t *testing.T, c *Cluster, bin, serveImage string) []string 
 	manifest := render(t, bin, "--zones", strings.Join(kserveZones, ","), "--no-generic",
 		"--storage-uri", "pvc://"+modelsPVC+"/carbon", "--image", serveImage, "--namespace", kserveNS)
 	waitDefaultSA(t, c, kserveNS)
+	bindStart := time.Now()
 	Eventually(t, time.Minute, "PVC "+modelsPVC+" Bound", func(ctx context.Context) error {
 		pvc, err := c.Kube.CoreV1().PersistentVolumeClaims(kserveNS).Get(ctx, modelsPVC, metav1.GetOptions{})
 		if err != nil {
@@ -119,6 +119,7 @@ func applyPredictors(t *testing.T, c *Cluster, bin, serveImage string) []string 
 		return nil
 	})
 	applied := time.Now()
+	t.Logf("figures: claim %s Bound %v after the predictors' set-up", modelsPVC, applied.Sub(bindStart).Round(100*time.Millisecond))
 	if out, err := c.Kubectl(context.Background(), "apply", "--server-side", "-f", manifest); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -207,6 +208,19 @@ func modelsPV(t *testing.T, c *Cluster, bin string) {
 	}
 	t.Cleanup(func() {
 		_ = c.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	// A claim the controller sees before its volume waits for the next
+	// periodic sync (15 s) to be bound; the volume Available means the
+	// controller has it.
+	Eventually(t, time.Minute, "PV "+pv.Name+" Available", func(ctx context.Context) error {
+		v, err := c.Kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if v.Status.Phase != corev1.VolumeAvailable {
+			return fmt.Errorf("phase %q", v.Status.Phase)
+		}
+		return nil
 	})
 	if _, err := c.Kube.CoreV1().PersistentVolumeClaims(kserveNS).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

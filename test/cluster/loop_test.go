@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // TestCluster runs the loop on a real cluster: two real nodes (westeurope,
@@ -30,12 +31,14 @@ import (
 func TestCluster(t *testing.T) {
 	begin := time.Now()
 	archives, images := ProjectImages(t)
+	built := buildBeside(t, "carbongate", "carbonctl")
 	c := Start(t, Options{Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral", notReadyRegion}, Images: archives})
 	up := time.Now()
 	firstPod(t, c)
 	t.Logf("figures: images and cluster set-up %v; cluster up -> first pod Ready %v", up.Sub(begin).Round(100*time.Millisecond), time.Since(up).Round(100*time.Millisecond))
 
-	g := startGate(t, c)
+	bin := built()
+	g := startGate(t, c, bin)
 	t.Run("host", func(t *testing.T) {
 		t.Run("loop", func(t *testing.T) {
 			t.Parallel()
@@ -45,7 +48,7 @@ func TestCluster(t *testing.T) {
 		// namespace.
 		t.Run("kserve", func(t *testing.T) {
 			t.Parallel()
-			testKServe(t, c, images["carbonserve"])
+			testKServe(t, c, bin, images["carbonserve"])
 		})
 	})
 	g.Kill()
@@ -73,6 +76,29 @@ func TestCluster(t *testing.T) {
 		t.Run("upgrade", func(t *testing.T) { testUpgrade(t, c, r, "loop-chart") })
 		t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, r) })
 	})
+}
+
+// buildBeside starts building carbongate's commands cmds (as
+// services.GoBuild) while the caller goes on; the function it returns
+// waits for the build and returns the directory.
+func buildBeside(t *testing.T, cmds ...string) func() string {
+	t.Helper()
+	dir, root := t.TempDir(), services.RepoRoot(t)
+	var err error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		err = services.Build(root, dir, cmds...)
+	}()
+	t.Cleanup(func() { <-finished }) // before the directory is removed
+	return func() string {
+		t.Helper()
+		<-finished
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
 }
 
 // runJobs runs three held Jobs side by side in a new opted-in namespace
