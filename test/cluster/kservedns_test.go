@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/carbongate/carbongate/gateway/api"
 	"github.com/carbongate/carbongate/test/services"
 )
 
@@ -75,11 +76,11 @@ func clusterHosts(t *testing.T, c *Cluster, ns string) string {
 // inferCalls reads carbonserve_infer_requests_total{model=name,status=ok}
 // from the /metrics of Service svc in kserveNS, through its ClusterIP.
 func inferCalls(ctx context.Context, c *Cluster, svc, model string) (float64, error) {
-	s, err := c.Kube.CoreV1().Services(kserveNS).Get(ctx, svc, metav1.GetOptions{})
+	base, err := serviceURL(ctx, c, svc)
 	if err != nil {
 		return 0, err
 	}
-	body, err := httpDo(ctx, http.MethodGet, "http://"+s.Spec.ClusterIP+"/metrics", nil)
+	body, err := httpDo(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -93,25 +94,32 @@ func inferCalls(ctx context.Context, c *Cluster, svc, model string) (float64, er
 	return 0, sc.Err()
 }
 
+// serviceURL returns http://<ClusterIP> of Service svc in kserveNS (port
+// 80, as KServe's predictor Services listen).
+func serviceURL(ctx context.Context, c *Cluster, svc string) (string, error) {
+	s, err := c.Kube.CoreV1().Services(kserveNS).Get(ctx, svc, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return "http://" + s.Spec.ClusterIP, nil
+}
+
 // forecastSource asks carbongate at base to schedule in zone and returns
-// the source and model of its forecast.
-func forecastSource(ctx context.Context, base, zone string) (source, model string, err error) {
+// the provenance of its forecast.
+func forecastSource(ctx context.Context, base, zone string) (api.Provenance, error) {
 	req, err := json.Marshal(map[string]any{"zones": []string{zone}, "duration": "PT3H"})
 	if err != nil {
-		return "", "", err
+		return api.Provenance{}, err
 	}
 	body, err := httpDo(ctx, http.MethodPost, base+"/v1/schedule", req)
 	if err != nil {
-		return "", "", err
+		return api.Provenance{}, err
 	}
-	var answer struct {
-		Provenance map[string]struct{ Source, Model string } `json:"provenance"`
-	}
+	var answer api.Schedule
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return "", "", err
+		return api.Provenance{}, err
 	}
-	p := answer.Provenance[zone]
-	return p.Source, p.Model, nil
+	return answer.Provenance[zone], nil
 }
 
 // httpDo sends a request (a JSON body when body is not nil) and returns
