@@ -234,16 +234,27 @@ func killAndResume(t *testing.T, be backend) {
 	}
 }
 
-// startServe starts carbonserve on the models dir on a fixed REST port.
-func startServe(t *testing.T, bin, models string, port int) *services.Proc {
+// startServe starts carbonserve on the models dir and returns it with its
+// REST port: on a free port (fresh ones again if another process takes it
+// before carbonserve binds it, or answers the readiness check on it) when
+// port is 0, else on port, as a restarted server must be.
+func startServe(t *testing.T, bin, models string, port int) (*services.Proc, int) {
 	t.Helper()
-	restURL := "http://127.0.0.1:" + strconv.Itoa(port)
-	return services.StartBinary(t, services.Binary{
+	fixed := port
+	p := services.StartBinary(t, services.Binary{
 		Name: "carbonserve", Path: filepath.Join(bin, "carbonserve"),
-		Args: []string{"--host", "127.0.0.1", "--http_port", strconv.Itoa(port), "--grpc_port", "0",
-			"--models", models, "--signal", "direct", "--drain-delay", "0s", "--reload-interval", "0"},
-		Ready: services.OIPReady(restURL, "", "carbon-forecaster-DE"),
+		ArgsFor: func() []string {
+			if port = fixed; port == 0 {
+				port = services.FreePort(t)
+			}
+			return []string{"--host", "127.0.0.1", "--http_port", strconv.Itoa(port), "--grpc_port", "0",
+				"--models", models, "--signal", "direct", "--drain-delay", "0s", "--reload-interval", "0"}
+		},
+		Ready: func(ctx context.Context) error {
+			return services.OIPReady("http://127.0.0.1:"+strconv.Itoa(port), "", "carbon-forecaster-DE")(ctx)
+		},
 	})
+	return p, port
 }
 
 func TestOIPServerDiesMidBackfill(t *testing.T) {
@@ -251,8 +262,9 @@ func TestOIPServerDiesMidBackfill(t *testing.T) {
 	url := be.store(t)
 	bin := services.GoBuild(t, "carbonctl", "carbonserve")
 	models := trainDirect(t)
-	port := services.FreePort(t)
-	srv := startServe(t, bin, models, port)
+	// The rerun resumes the same job only with the same --endpoint (part of
+	// its key), so the server comes back on the same port.
+	srv, port := startServe(t, bin, models, 0)
 	from, to := "2020-03-01", "2021-03-31"
 	zs := zones[:6]
 	args := []string{"--zones", strings.Join(zs, ","), "--from", from, "--to", to, "--horizon", "96h",
