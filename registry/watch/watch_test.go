@@ -183,7 +183,8 @@ func TestNotification(t *testing.T) {
 	none(t, calls) // no notification, no poll before an hour
 	ch <- struct{}{}
 	want(t, calls, target("champion", 1))
-	ch <- struct{}{} // nothing changed
+	ch <- struct{}{} // nothing changed: read, but no snapshot
+	eventually(t, "the second notification read", func() bool { return s.reads.Load() >= 3 })
 	none(t, calls)
 	if got := s.reads.Load(); got != 3 {
 		t.Fatalf("%d reads, want 3 (the first and one per notification)", got)
