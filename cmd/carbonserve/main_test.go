@@ -341,7 +341,23 @@ func TestHotReloadOverGRPC(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Answers of each model while the clients run, however slowly a loaded
+	// machine serves the first ones or the first after the reload.
+	answered := func(which string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			n, failed := seen[which], len(errs)
+			mu.Unlock()
+			if n > 0 || failed > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no answer of the %s model after 10s", which)
+			}
+		}
+	}
+	answered("old")
 	servetest.Save(t, dir, newM)
 	want, _ := artifact.Version(dir)
 	deadline := time.Now().Add(10 * time.Second)
@@ -355,7 +371,7 @@ func TestHotReloadOverGRPC(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
+	answered("new")
 	cancel()
 	wg.Wait()
 	if len(errs) > 0 {
