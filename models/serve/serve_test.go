@@ -336,7 +336,17 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	wctx, wstop := context.WithCancel(ctx)
 	var wwg sync.WaitGroup
 	wwg.Go(func() { s.Watch(wctx, time.Millisecond, nil) })
-	time.Sleep(30 * time.Millisecond)
+	// Old answers before the first replacement and new ones after Reload,
+	// however slowly a loaded machine runs the clients.
+	answered := func(which string, n *atomic.Int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); n.Load() == 0 && fails.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no answer of the %s model after 10s", which)
+			}
+		}
+	}
+	answered("old", &oldN)
 	for i := range 5 { // replace it a few times: old, new, old, new, ... new
 		m := newM
 		if i%2 == 1 {
@@ -351,7 +361,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	swapped.Store(true)
-	time.Sleep(30 * time.Millisecond)
+	answered("new", &newN)
 	cancel()
 	wg.Wait()
 	if fails.Load() != 0 || bad.Load() != 0 {
