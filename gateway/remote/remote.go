@@ -286,18 +286,31 @@ func (f *Forecaster) invalidate() {
 
 // retry calls call until it succeeds, fails with something other than
 // "not ready", or the deadline leaves no room for the next pause; it
-// returns call's last error, also when ctx ends during a pause.
+// returns call's last error, also when ctx ends during a pause. A retry
+// that ctx ends before its answer came back returns the "not ready" answer
+// it retried: whether the last retry starts just in time to be answered
+// or is cut short is a matter of timing (on a loaded machine it often is
+// cut), and the upstream still not being ready is the news either way.
 func (f *Forecaster) retry(ctx context.Context, call func() error) error {
-	var last error
+	var last, notReady error
 	p := retry.Policy{
 		Base: f.cfg.Backoff, Cap: f.cfg.MaxBackoff, Rand: f.cfg.Rand,
 		Retryable: NotReady,
 		OnRetry:   func(int, time.Duration, error) { f.cfg.Metrics.retry(f.label) },
 	}
-	if err := p.Do(ctx, func(context.Context) error { last = call(); return last }); err != nil {
+	err := p.Do(ctx, func(context.Context) error {
+		if last = call(); NotReady(last) {
+			notReady = last
+		}
 		return last
+	})
+	switch {
+	case err == nil:
+		return nil
+	case notReady != nil && ctx.Err() != nil:
+		return notReady
 	}
-	return nil
+	return last
 }
 
 // NotReady reports whether err is an upstream's "not ready" answer: an
