@@ -29,8 +29,6 @@ import (
 // failed request; when the registry goes away, version 2 keeps serving.
 func TestServeFromMLflowRegistry(t *testing.T) {
 	const name = "carbon-forecaster-DE"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	w := services.StartWeed(t)
 	bucket := w.Bucket(t)
 	// A SQLite backend store: the shared PostgreSQL outlives the tests,
@@ -38,6 +36,10 @@ func TestServeFromMLflowRegistry(t *testing.T) {
 	mf := services.StartMLflow(t, services.MLflowOpts{
 		BackendURI: "sqlite:///" + filepath.Join(t.TempDir(), "mlflow.db"), S3: w, Bucket: bucket, Prefix: "mlartifacts",
 	})
+	// The calls' deadline starts once the peers are up: their starts have
+	// deadlines of their own, and took 2.5 minutes on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	s3c, err := s3.NewClient(s3.Config{Endpoint: w.Endpoint, AccessKey: w.AccessKey, SecretKey: w.SecretKey, Region: w.Region})
 	if err != nil {
 		t.Fatal(err)
