@@ -18,8 +18,11 @@ import (
 )
 
 // DefaultStartTimeout bounds how long a start waits for readiness. Python
-// servers import for several seconds, more on a busy 2-core machine.
-const DefaultStartTimeout = 2 * time.Minute
+// servers import for several seconds, more on a busy 2-core machine: KServe
+// and MLServer took 91 and 94 s at a load of 20, most of the 2 minutes this
+// was. A start that fails fails at once (its process exits); only a hung
+// one waits this long.
+const DefaultStartTimeout = 5 * time.Minute
 
 // handedOut keeps FreePort from giving the same port twice in one process
 // while the first taker has not bound it yet.
