@@ -100,7 +100,7 @@ func startCluster(t testing.TB) *cluster {
 			ErrorIfPathMissing: true,
 			MaxTime:            2 * time.Minute,
 		},
-		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStartTimeout: services.DefaultStartTimeout,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	api := c.env.ControlPlane.GetAPIServer()

@@ -40,7 +40,8 @@ type MLflowOpts struct {
 	S3             *S3
 	Bucket, Prefix string
 	// StartTimeout bounds the wait for /health (schema migrations on a
-	// fresh database included); 0 means 3 minutes.
+	// fresh database included); 0 means DefaultStartTimeout (a loaded
+	// machine took more than 3 minutes).
 	StartTimeout time.Duration
 	// DefaultWorkers runs the server with MLflow's own default number of
 	// workers (4) instead of one.
@@ -71,7 +72,7 @@ func StartMLflow(tb testing.TB, opts MLflowOpts) *MLflow {
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
-		timeout = 3 * time.Minute
+		timeout = DefaultStartTimeout
 	}
 	backend := opts.BackendURI
 	for _, scheme := range []string{"postgres://", "postgresql://"} {
