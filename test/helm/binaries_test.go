@@ -74,6 +74,9 @@ func TestChartFlagsMatchBinaries(t *testing.T) {
 	for _, c := range chartCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if c.apiServer {
+				return // no carbongate runs there
+			}
 			o := decodeAll(t, render(t, c.release, c.ns, c.values))
 			gw := container(t, &o.deployment("gateway").Spec.Template.Spec, "carbongate")
 			for name := range flagValues(gw.Args) {

@@ -13,6 +13,9 @@ type chartCase struct {
 	// externalConfigMaps are ConfigMaps the values name but the chart does
 	// not render.
 	externalConfigMaps []string
+	// apiServer: a release for Karmada's API server (karmada.side
+	// apiServer), which renders karmada-apiserver.yaml alone.
+	apiServer bool
 }
 
 // testCA is a base64 placeholder for admission.tls.caBundle: the chart
@@ -207,6 +210,35 @@ backfill:
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1, "CronJob": 1},
 	},
 	{
+		name: "Karmada, host side", release: "cg", ns: "carbon", values: karmadaValues,
+		kinds: map[string]int{"ServiceAccount": 1, "Service": 1, "Deployment": 1, "PodDisruptionBudget": 1,
+			"MutatingWebhookConfiguration": 1, "Secret": 1},
+	},
+	{
+		name: "Karmada, API server side", release: "cg", ns: "karmada-system", apiServer: true,
+		values: karmadaValues + "  side: apiServer\n  hostNamespace: carbon\n",
+		kinds:  map[string]int{"MutatingWebhookConfiguration": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "ServiceAccount": 1},
+	},
+	{
+		name: "Karmada, API server side: Ignore, own URL, CA and subjects", release: "carbongate", ns: "karmada-system", apiServer: true,
+		values: `
+admission: {mode: carbongate, tls: {secretName: carbongate-webhook-tls}}
+karmada:
+  enabled: true
+  side: apiServer
+  webhook:
+    url: https://carbongate.example.com:8443/v1/admission/mutate
+    caBundle: ` + testCA + `
+    failurePolicy: Ignore
+    namespaceSelector: {matchLabels: {carbongate.io/schedule: enabled}}
+  rbac:
+    serviceAccount: {create: false, name: carbongate}
+    subjects: [{kind: User, name: carbongate}, {kind: ServiceAccount, name: gate, namespace: tools}]
+    workloadKinds: [{apiGroup: batch, resources: [jobs, cronjobs]}, {apiGroup: "", resources: [pods]}]
+`,
+		kinds: map[string]int{"MutatingWebhookConfiguration": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
+	},
+	{
 		name: "KServe models, Knative", release: "carbongate", ns: "carbon",
 		values: `
 kserve:
@@ -228,6 +260,18 @@ podDisruptionBudget: {enabled: false}
 		kinds: map[string]int{"Service": 1, "Deployment": 1, "ServingRuntime": 1, "InferenceService": 2},
 	},
 }
+
+// karmadaValues run carbongate with Karmada (host side): its own webhook,
+// the Karmada API server's kubeconfig from a Secret.
+const karmadaValues = `
+admission:
+  mode: carbongate
+  tls: {secretName: carbongate-webhook-tls, caBundle: ` + testCA + `}
+  clientCA: {secretName: apiserver-client-cas}
+karmada:
+  enabled: true
+  kubeconfigSecret: {name: karmada-kubeconfig, key: config}
+`
 
 // rejectCase is a values combination the chart must refuse, with a part of
 // the message it must give.
@@ -295,5 +339,15 @@ var rejectCases = []rejectCase{
 	{"WattTime forecast without regions", "vendorForecast: {vendor: watttime}", "vendorForecast.vendor watttime needs ingest.wattTime.regions"},
 	{"vendor forecasts stored without the store", "ingest: {electricityMaps: {tokenSecret: {name: t}}}\nvendorForecast: {vendor: electricitymaps, storeZones: [DE]}",
 		"vendorForecast.storeZones needs vendorForecast.vendor and store.enabled"},
+	{"Karmada without carbongate's webhook", "karmada: {enabled: true, kubeconfigSecret: {name: k}}", "karmada.enabled needs admission.mode carbongate"},
+	{"Karmada without its kubeconfig", "admission: {mode: carbongate, tls: {secretName: t}}\nkarmada: {enabled: true}", "karmada.kubeconfigSecret.name"},
+	{"Karmada API server side not enabled", "karmada: {side: apiServer}", "karmada.side apiServer needs karmada.enabled"},
+	{"Karmada API server side bound to no one", "admission: {mode: carbongate, tls: {secretName: t}}\nkarmada: {enabled: true, side: apiServer, rbac: {serviceAccount: {create: false}}}",
+		"bound to no one"},
+	{"Karmada unknown side", "karmada: {side: member}", "/karmada/side"},
+	{"Karmada unknown failure policy", "karmada: {webhook: {failurePolicy: Retry}}", "/karmada/webhook/failurePolicy"},
+	{"Karmada plain-HTTP webhook URL", "karmada: {webhook: {url: http://carbongate:8080/v1/admission/mutate}}", "/karmada/webhook/url"},
+	{"Karmada workload kind in the RBAC group", "karmada: {rbac: {workloadKinds: [{apiGroup: rbac.authorization.k8s.io, resources: [clusterroles]}]}}",
+		"/karmada/rbac/workloadKinds/0"},
 	{"HPA bounds reversed", "autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}", "minReplicas"},
 }

@@ -79,8 +79,8 @@ func TestChartCaseKinds(t *testing.T) {
 			seen[k] = true
 		}
 	}
-	want := []string{"ConfigMap", "CronJob", "Deployment", "HorizontalPodAutoscaler", "InferenceService",
-		"MutatingWebhookConfiguration", "PodDisruptionBudget", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount",
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "Deployment", "HorizontalPodAutoscaler", "InferenceService",
+		"MutatingWebhookConfiguration", "PodDisruptionBudget", "PrometheusRule", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount",
 		"ServiceMonitor", "ServingRuntime"}
 	got := slices.Sorted(maps.Keys(seen))
 	if !slices.Equal(got, want) {

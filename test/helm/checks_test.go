@@ -24,6 +24,10 @@ import (
 func checkRendered(t *testing.T, c chartCase, o *Objects) {
 	t.Helper()
 	checkMetadata(t, c, o)
+	if c.apiServer {
+		checkKarmadaAPIServer(t, c, o)
+		return
+	}
 	for owner, tpl := range o.podTemplates() {
 		checkPod(t, c, o, owner, tpl)
 	}
@@ -43,7 +47,8 @@ func checkRendered(t *testing.T, c chartCase, o *Objects) {
 	checkNoInlineCredentials(t, o)
 }
 
-var clusterScoped = map[string]bool{"MutatingWebhookConfiguration": true, "CustomResourceDefinition": true}
+var clusterScoped = map[string]bool{"MutatingWebhookConfiguration": true, "CustomResourceDefinition": true,
+	"ClusterRole": true, "ClusterRoleBinding": true}
 
 // checkMetadata validates names, namespaces, labels and annotations as the
 // API server does, and the labels every templated object carries.
@@ -365,6 +370,7 @@ func checkGateway(t *testing.T, c chartCase, o *Objects) {
 			t.Errorf("gateway: --kserve-namespace=%s but the discovery Role is in %s", ns, r.Namespace)
 		}
 	}
+	checkKarmadaHost(t, c, d, ctr)
 	if flags["admission"] == "true" {
 		for _, f := range []string{"tls-cert", "tls-key"} {
 			if !mountedFile(d.Spec.Template.Spec, *ctr, flags[f]) {

@@ -79,7 +79,14 @@ func TestChartNotes(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			notes := cm.Data["notes"]
-			if strings.Contains(notes, "<no value>") || !strings.Contains(notes, "port-forward") {
+			if strings.Contains(notes, "<no value>") {
+				t.Fatalf("NOTES.txt:\n%s", notes)
+			}
+			checkKarmadaNotes(t, c, notes)
+			if c.apiServer {
+				return
+			}
+			if !strings.Contains(notes, "port-forward") {
 				t.Fatalf("NOTES.txt:\n%s", notes)
 			}
 			var values struct {

@@ -294,6 +294,36 @@ the render with a message naming the values.
 {{- end }}
 {{- end }}
 {{- include "carbongate.validateStore" . }}
+{{- include "carbongate.validateKarmada" . }}
+{{- end }}
+
+{{/* The Karmada checks of carbongate.validate. */}}
+{{- define "carbongate.validateKarmada" -}}
+{{- $k := .Values.karmada }}
+{{- if and (eq $k.side "apiServer") (not $k.enabled) }}
+{{- fail "karmada.side apiServer needs karmada.enabled: install it with the values of the host release" }}
+{{- end }}
+{{- if $k.enabled }}
+{{- if ne .Values.admission.mode "carbongate" }}
+{{- fail "karmada.enabled needs admission.mode carbongate: carbongate's own webhook places the bindings" }}
+{{- end }}
+{{- if and (eq $k.side "host") (not $k.kubeconfigSecret.name) }}
+{{- fail "karmada.enabled needs karmada.kubeconfigSecret.name: a Secret holding a kubeconfig of Karmada's API server" }}
+{{- end }}
+{{- if and (eq $k.side "apiServer") (not (or $k.rbac.serviceAccount.create $k.rbac.subjects)) }}
+{{- fail "karmada.rbac: neither serviceAccount.create nor subjects: the ClusterRole on Karmada's API server would be bound to no one" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The URL Karmada's API server calls the binding webhook at (karmada.webhook.url or the host release's Service). */}}
+{{- define "carbongate.karmadaWebhookURL" -}}
+{{- $k := .Values.karmada }}
+{{- if $k.webhook.url }}
+{{- $k.webhook.url }}
+{{- else }}
+{{- printf "https://%s.%s.svc:%d/v1/admission/mutate" (include "carbongate.fullname" .) (default .Release.Namespace $k.hostNamespace) (int .Values.service.port) }}
+{{- end }}
 {{- end }}
 
 {{/* Fails when a zone id is listed twice (zone ids are case-insensitive); pass (dict "field" F "zones" LIST). */}}
@@ -425,4 +455,13 @@ bundles:
 {{ include "carbongate.opaBundleKey" $path }}: {{ $.Files.Get $path | quote }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+"true" when this release is the host side (karmada.side host, the default): every template but
+karmada-apiserver.yaml renders only then; a release on Karmada's API server (karmada.side
+apiServer) renders that file alone.
+*/}}
+{{- define "carbongate.hostSide" -}}
+{{- if eq .Values.karmada.side "host" }}true{{ end }}
 {{- end }}
