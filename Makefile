@@ -9,6 +9,7 @@
 #   make images      OCI images of the three binaries (Podman; CONTAINER=docker works too)
 #   make kube-up     a local cluster (as root: real nodes, the chart installed) with carbongate as webhook and controller
 #   make kube-down   stop it and remove everything it put on the host
+#   make karmada-up  a local Karmada federation (three member clusters in three regions) to try carbongate against; Ctrl-C stops it
 
 SHELL      := /bin/bash
 # A recipe that pipes a benchmark through grep fails when the benchmark fails.
@@ -39,7 +40,7 @@ NESTED     := test/helm
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: all help build run test test-short vet lint fuzz fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down
+.PHONY: all help build run test test-short vet lint fuzz fmt-check bench clean generate models policy-test helm-lint images kube-up kube-down karmada-up
 
 all: build
 
@@ -96,6 +97,19 @@ kube-up: build $(MODELS)/.done
 # after a killed kube-up) and removes $(KUBE_DIR); a no-op when it is not up.
 kube-down:
 	@KUBE_DIR=$(KUBE_DIR) KUBE_BIN=$(BIN) deploy/local/kube.sh down
+
+# A Karmada control plane (v1.18.2) and three member clusters in three regions (azure
+# swedencentral, azure polandcentral, gcp europe-west3: grid zones SE, PL, DE), as the federation
+# tests run them (test/federation; binaries built once by test/setup/kube.sh, node.sh and
+# karmada.sh, as make test does), held up in the foreground by test/federation/karmadaup: it
+# prints the kubeconfigs, the carbongate command line (--admission --karmada-kubeconfig
+# --controller) and how to register its webhook; Ctrl-C stops every process and removes its files.
+# No root needed.
+karmada-up: build $(MODELS)/.done
+	@$(GO) build -o $(BIN)/ ./test/federation/karmadaup
+	@KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && CARBONGATE_NODE_DIR=$$(test/setup/node.sh) && \
+	CARBONGATE_KARMADA_DIR=$$(test/setup/karmada.sh) && export KUBEBUILDER_ASSETS CARBONGATE_NODE_DIR CARBONGATE_KARMADA_DIR && \
+	exec $(BIN)/karmadaup -bin $(BIN) -models $(MODELS) -replay-start $(REPLAY_START) -replay-speed $(REPLAY_SPEED)
 
 vet:
 	$(GO) vet ./...

@@ -39,6 +39,14 @@ type Options struct {
 	Members []Member
 }
 
+// ThreeRegions are the members of the tests and of make karmada-up: one
+// cluster per region, two providers, three grid zones (SE, PL, DE).
+var ThreeRegions = Options{Members: []Member{
+	{Name: "member-se", Provider: "azure", Region: "swedencentral"},
+	{Name: "member-pl", Provider: "azure", Region: "polandcentral"},
+	{Name: "member-de", Provider: "gcp", Region: "europe-west3"},
+}}
+
 // APIServer is a running kube-apiserver and its admin clients.
 type APIServer struct {
 	URL        string
@@ -147,8 +155,9 @@ func (f *Federation) path(parts ...string) string {
 	return d
 }
 
-// writeFile writes a file under the run's state and returns its path.
-func (f *Federation) writeFile(name string, content []byte) string {
+// WriteFile writes a file under the run's state (removed with it) and
+// returns its path.
+func (f *Federation) WriteFile(name string, content []byte) string {
 	p := filepath.Join(f.dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		f.tb.Fatal(err)

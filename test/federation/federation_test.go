@@ -17,18 +17,10 @@ import (
 	"github.com/carbongate/carbongate/test/cluster"
 )
 
-// threeRegions are the members of the tests: one cluster per region, two
-// providers.
-var threeRegions = Options{Members: []Member{
-	{Name: "member-se", Provider: "azure", Region: "swedencentral"},
-	{Name: "member-pl", Provider: "azure", Region: "polandcentral"},
-	{Name: "member-de", Provider: "gcp", Region: "europe-west3"},
-}}
-
 // TestFederation starts Karmada with three members in three regions (once:
 // about 30 s) and runs the federation's tests on it.
 func TestFederation(t *testing.T) {
-	f := Start(t, threeRegions)
+	f := Start(t, ThreeRegions)
 	n, mib := f.RSSMiB()
 	t.Logf("figures: %d processes, RSS %.0f MiB after set-up", n, mib)
 	t.Run("Propagation", func(t *testing.T) { testPropagation(t, f) })

@@ -108,7 +108,7 @@ func (f *Federation) startWebhook() {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		f.writeFile(filepath.Join("karmada", "webhook", "tls."+n), b)
+		f.WriteFile(filepath.Join("karmada", "webhook", "tls."+n), b)
 	}
 	var port int
 	services.StartBinary(tb, services.Binary{
@@ -242,6 +242,11 @@ func (f *Federation) create(s *APIServer, obj any) {
 	}
 }
 
+// Apply applies manifest (YAML) to s server-side as its admin.
+func (f *Federation) Apply(s *APIServer, manifest []byte) {
+	f.kubectl(s, manifest, "apply", "--server-side", "-f", "-")
+}
+
 // kubectl runs kubectl as s's admin with stdin (when not nil) within a
 // minute; a failure fails tb with its output.
 func (f *Federation) kubectl(s *APIServer, stdin []byte, args ...string) string {
@@ -277,17 +282,17 @@ func tlsServing(ctx context.Context, addr string, ca *x509.Certificate) error {
 	return c.Close()
 }
 
-// RegisterBindingWebhook registers a mutating webhook on Karmada's API
-// server for ResourceBindings, CREATE and UPDATE (Karmada rewrites a
+// BindingWebhook is the configuration of a mutating webhook on Karmada's
+// API server for ResourceBindings, CREATE and UPDATE (Karmada rewrites a
 // binding's placement from its policy on every change of the workload, so a
 // webhook that narrows it must see updates too), at url, trusting ca, with
-// failurePolicy Fail. It is deleted at cleanup.
-func (f *Federation) RegisterBindingWebhook(tb testing.TB, name, url string, ca []byte) {
-	tb.Helper()
+// failurePolicy Fail.
+func BindingWebhook(name, url string, ca []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
 	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
 	scope := admissionregistrationv1.NamespacedScope
 	timeout := int32(5)
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: name + ".carbongate.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
@@ -299,6 +304,13 @@ func (f *Federation) RegisterBindingWebhook(tb testing.TB, name, url string, ca 
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: &timeout,
 		}},
 	}
+}
+
+// RegisterBindingWebhook registers BindingWebhook(name, url, ca) on
+// Karmada's API server; it is deleted at cleanup.
+func (f *Federation) RegisterBindingWebhook(tb testing.TB, name, url string, ca []byte) {
+	tb.Helper()
+	cfg := BindingWebhook(name, url, ca)
 	hooks := f.Karmada.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -25,7 +25,7 @@ const killedChild = "CARBONGATE_FEDERATION_KILLED_CHILD"
 // clean-up removes its state directory.
 func TestKilledRun(t *testing.T) {
 	if marker := os.Getenv(killedChild); marker != "" {
-		Start(t, Options{Members: threeRegions.Members[:1]})
+		Start(t, Options{Members: ThreeRegions.Members[:1]})
 		services.MarkUp(t, marker)
 		time.Sleep(5 * time.Minute) // killed long before
 		return

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/test/cluster"
+	"github.com/carbongate/carbongate/test/services"
 )
 
 func main() {
@@ -65,11 +66,11 @@ func usage() {
 // up sets the cluster up, writes its files into state and waits for a
 // signal; then it runs the cleanups (drain, processes, teardown).
 func up(state string, speed int) int {
-	tb := newRunner(filepath.Join(state, "tmp"))
+	tb := services.NewRunner("kube-up", filepath.Join(state, "tmp"))
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	begin := time.Now()
-	ok := tb.run(func() {
+	ok := tb.Run(func() {
 		archives, _ := cluster.ProjectImages(tb)
 		c := cluster.Start(tb, cluster.Options{
 			Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral"}, Images: archives})
@@ -96,7 +97,7 @@ func up(state string, speed int) int {
 	}
 	signal.Stop(stop)
 	os.Remove(filepath.Join(state, "up"))
-	if !tb.close() || !ok {
+	if !tb.Close() || !ok {
 		return 1
 	}
 	return 0
