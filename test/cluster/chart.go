@@ -67,8 +67,7 @@ controller: {enabled: true, clusterProvider: azure}
 	home := t.TempDir()
 	r := &ChartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
 		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
-		env: append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-			"HELM_DATA_HOME="+filepath.Join(home, "data"))}
+		env:   services.HelmEnv(home)}
 	r.run(t, ctx, "install", "carbongate", r.chart, "-f", values, "--wait", "--timeout", "5m")
 	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(r.ready(t, ctx), ", "), time.Since(start).Round(100*time.Millisecond))
 	return r

@@ -31,6 +31,7 @@ func TestFederation(t *testing.T) {
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
 	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })
 	t.Run("ReleaseTainted", func(t *testing.T) { testReleaseTainted(t, f) })
+	t.Run("Chart", func(t *testing.T) { testChart(t, f) })
 }
 
 // testPropagation checks that Karmada's own placement works: a Deployment

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,9 +30,7 @@ func testHelmInstall(t *testing.T, c *cluster) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig)...)
-		home := t.TempDir()
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-			"HELM_DATA_HOME="+filepath.Join(home, "data"))
+		cmd.Env = services.HelmEnv(t.TempDir())
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {

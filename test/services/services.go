@@ -161,3 +161,11 @@ func WithUser(tb testing.TB, rawURL, user string) string {
 	u.User = url.User(user)
 	return u.String()
 }
+
+// HelmEnv is the environment of a helm command with Helm's cache,
+// configuration and data under home, away from the user's repositories,
+// plugins and caches.
+func HelmEnv(home string) []string {
+	return append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+}
