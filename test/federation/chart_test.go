@@ -17,22 +17,28 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/cluster"
 	"github.com/carbongate/carbongate/test/services"
 )
 
 // testChart installs the chart's release for Karmada's API server
 // (karmada.side apiServer: the binding webhook, carbongate's ClusterRole,
 // ClusterRoleBinding and ServiceAccount) with Helm into this Karmada's API
-// server, and runs carbongate with a token of that ServiceAccount as its
-// --karmada-kubeconfig: with only the rights the chart grants, an opted-in
-// Deployment whose policy allows all three members lands in the decided one
-// only. The webhook's URL and CA come from a helm upgrade once carbongate
-// runs; helm uninstall removes the webhook.
+// server, and runs carbongate, webhook and controller, with a token of that
+// ServiceAccount as its --karmada-kubeconfig: with only the rights the chart
+// grants there, a Job with a deadline whose policy allows all three members
+// is held (in no member), then released at its decided start into the
+// decided member only, its binding labelled released and its Events
+// recorded. (The controller's own cluster, for its Lease, is Karmada's API
+// server as Karmada's admin: the chart's rights there are not under test.)
+// The webhook's URL and CA come from a helm upgrade once carbongate runs;
+// helm uninstall removes the webhook and the ServiceAccount.
 func testChart(t *testing.T, f *Federation) {
-	const ns, name, release = "charted", "charted", "carbongate"
+	const ns, leaseNS, name, release = "charted", "charted-lease", "charted", "carbongate"
 	helm := newHelm(t, f.Karmada.Kubeconfig)
 	values := func(url string, ca []byte) string {
 		return fmt.Sprintf(`
@@ -53,24 +59,64 @@ karmada:
 			helm.run(t, "uninstall", release, "-n", systemNamespace)
 		}
 	})
+	f.kubectl(f.Karmada, nil, "apply", "--server-side", "-f", filepath.Join(services.RepoRoot(t), "deploy", "crd", "vmtemplate.yaml"))
+	createNamespace(t, f, ns)
+	createNamespace(t, f, leaseNS)
 	// The later --karmada-kubeconfig wins over startBindingGate's (Karmada's admin).
-	g := startBindingGate(t, f, "--karmada-kubeconfig", f.tokenKubeconfig(t, systemNamespace, "carbongate"))
+	g := startBindingGate(t, f, "--karmada-kubeconfig", f.tokenKubeconfig(t, systemNamespace, "carbongate"),
+		"--controller", "--kubeconfig", f.Karmada.Kubeconfig, "--controller-namespace", leaseNS, "--decision-key-file", keyFile(t),
+		"--replay-speed", fmt.Sprint(holdSpeed), "--redecide=false")
 	helm.run(t, "upgrade", release, "-n", systemNamespace, "--skip-crds", "-f", helm.values(t, values(g.url+admission.Path, g.caPEM)))
 
-	deadline := "2021-06-01T12:00:00Z"
-	want := g.decidedMember(t, f.Members, "PT2H", deadline)
-	createNamespace(t, f, ns)
-	createAnnotatedDeployment(t, f, ns, name, 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
-		map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"})
-	waitDeployment(t, want, ns, name, 1)
-	time.Sleep(2 * time.Second)
-	wantOnlyIn(t, f, want, ns, name)
-	b, err := f.Karmada.Dynamic.Resource(ResourceBindingResource).Namespace(ns).Get(context.Background(), name+"-deployment", metav1.GetOptions{})
+	d, deadline := laterStart(t, g, f.Members, "PT1H", 4*time.Hour)
+	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: holdSpeed}
+	createJob(t, f, ns, name, map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT1H"})
+	b := waitBinding(t, f, ns, name+"-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Held {
+			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
+		}
+		return nil
+	})
+	dec, err := hold.Parse(b.GetAnnotations())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := b.GetAnnotations(); a[admission.AnnotationCluster] != want.Name {
-		t.Fatalf("binding annotations %v: want the decision for %s, made with the chart's rights", a, want.Name)
+	want := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
+	if in := jobIn(t, f, ns, name); len(in) > 0 {
+		t.Fatalf("Job %s/%s in %v while held", ns, name, in)
+	}
+	cluster.Eventually(t, time.Minute, fmt.Sprintf("Job %s/%s released into %s", ns, name, want.Name), func(ctx context.Context) error {
+		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	t.Logf("figures: released into %s %v after its decided start, with the chart's rights only", want.Name,
+		time.Since(clk.wallOf(dec.ReleaseAt())).Round(time.Millisecond))
+	waitBinding(t, f, ns, name+"-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Released {
+			return fmt.Errorf("labels %v: want released", b.GetLabels())
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	if in := jobIn(t, f, ns, name); len(in) != 1 || in[0] != want.Name {
+		t.Fatalf("Job %s/%s in %v, want in %s only", ns, name, in, want.Name)
+	}
+	cluster.Eventually(t, 30*time.Second, "Events Held and Released on the binding", func(ctx context.Context) error {
+		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + "-job"})
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Items {
+			seen[e.Reason] = true
+		}
+		if !seen["Held"] || !seen["Released"] {
+			return fmt.Errorf("reasons %v", seen)
+		}
+		return nil
+	})
+	if strings.Contains(g.proc.Log(), "forbidden") {
+		t.Errorf("carbongate was refused something on Karmada's API server with the chart's rights:\n%s", g.proc.Log())
 	}
 
 	helm.run(t, "uninstall", release, "-n", systemNamespace)
