@@ -73,6 +73,12 @@ controller:
   clusterProvider: azure
   vmKinds: [{provider: azure, apiGroup: compute.azure.com, kind: VirtualMachine, resource: virtualmachines}]
 `},
+		{name: "Karmada, host side", release: "fed", ns: "helm-karmada", webhooks: 1, values: `
+admission:
+  mode: carbongate
+  tls: {secretName: carbongate-webhook-tls, caBundle: ` + ca + `}
+karmada: {enabled: true, kubeconfigSecret: {name: karmada-kubeconfig}}
+`},
 		{name: "opa webhook", release: "policy", ns: "helm-opa", webhooks: 1, values: `
 admission:
   mode: opa
