@@ -65,12 +65,11 @@ karmada:
 	// The later --karmada-kubeconfig wins over startBindingGate's (Karmada's admin).
 	g := startBindingGate(t, f, "--karmada-kubeconfig", f.tokenKubeconfig(t, systemNamespace, "carbongate"),
 		"--controller", "--kubeconfig", f.Karmada.Kubeconfig, "--controller-namespace", leaseNS, "--decision-key-file", keyFile(t),
-		"--replay-speed", fmt.Sprint(holdSpeed), "--redecide=false")
+		"--replay-speed", fmt.Sprint(holdSpeed), "--replay-start", holdStart, "--redecide=false")
 	helm.run(t, "upgrade", release, "-n", systemNamespace, "--skip-crds", "-f", helm.values(t, values(g.url+admission.Path, g.caPEM)))
 
-	d, deadline := laterStart(t, g, f.Members, "PT1H", 4*time.Hour)
-	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: holdSpeed}
-	createJob(t, f, ns, name, map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT1H"})
+	_, clk := decideHeld(t, g, f)
+	createJob(t, f, ns, name, map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, name+"-job", func(b *unstructured.Unstructured) error {
 		if b.GetLabels()[hold.Label] != hold.Held {
 			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])

@@ -26,9 +26,39 @@ import (
 	"github.com/carbongate/carbongate/test/services"
 )
 
-// holdSpeed is the replay clock's speed in the holding test: an hour of
-// hold lasts a second.
-const holdSpeed = 3600
+// The holding tests' replay clock: it starts at holdStart, shortly
+// before the hour at which a run of an hour by holdDeadline starts best
+// among the members' zones (SE at 22:00 in the bundled data), and runs
+// holdSpeed times as fast as the wall clock: 30 s of wall time to that
+// hour, every decision within one forecast hour, so that the decision the
+// test reads is the one the webhook makes. A decision the test reads less
+// than minLead before it leaves no room to see the hold: the test fails.
+const (
+	holdStart    = "2021-06-02T21:57:30Z"
+	holdDeadline = "2021-06-03T00:00:00Z"
+	holdSpeed    = 5
+	minLead      = 8 * time.Second
+)
+
+// heldArgs are controllerArgs on the holding tests' clock.
+func heldArgs(t *testing.T, f *Federation) []string {
+	t.Helper()
+	return append(controllerArgs(t, f, holdSpeed), "--replay-start", holdStart)
+}
+
+// decideHeld asks g for the holding tests' decision (a run of an hour by
+// holdDeadline among the members) and returns it with g's clock; a start
+// less than minLead away fails t.
+func decideHeld(t *testing.T, g *bindingGate, f *Federation) (api.Schedule, replayClock) {
+	t.Helper()
+	_, d := g.decide(t, f.Members, "PT1H", holdDeadline)
+	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: holdSpeed}
+	if lead := clk.wallOf(d.Decision.Start).Sub(clk.wall); lead < minLead {
+		t.Fatalf("the decided start %s is %v away, want at least %v: the set-up took too long, or holdStart and holdDeadline no longer fit the bundled data",
+			d.Decision.Start.Format(time.RFC3339), lead, minLead)
+	}
+	return d, clk
+}
 
 // testHolding runs two carbongate replicas with --controller as well as
 // --karmada-kubeconfig (the controller's own cluster is Karmada's API
@@ -42,15 +72,14 @@ const holdSpeed = 3600
 func testHolding(t *testing.T, f *Federation) {
 	const ns = "held"
 	createNamespace(t, f, ns)
-	args := controllerArgs(t, f, holdSpeed)
+	args := heldArgs(t, f)
 	leader := startBindingGate(t, f, args...)
 	waitLog(t, leader, "elected leader")
 	g := startBindingGate(t, f, args...)
 	f.RegisterBindingWebhook(t, "carbongate-holding", g.url+admission.Path, g.caPEM)
 
-	d, deadline := laterStart(t, g, f.Members, "PT1H", 4*time.Hour)
-	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: holdSpeed}
-	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT1H"})
+	_, clk := decideHeld(t, g, f)
+	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
 		if b.GetLabels()[hold.Label] != hold.Held {
 			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
@@ -126,23 +155,6 @@ func (g *bindingGate) metric(t *testing.T, series string) float64 {
 	}
 	v, _ := services.MetricValue(t, body, series)
 	return v
-}
-
-// laterStart finds a deadline by which a run of duration starts at least
-// lead after the replay clock's now (lead/holdSpeed of wall time): it asks
-// g for deadlines 3 h to 48 h after the hour of now and returns the first
-// such answer and its deadline.
-func laterStart(t *testing.T, g *bindingGate, members []*Cluster, duration string, lead time.Duration) (api.Schedule, string) {
-	t.Helper()
-	_, d := g.decide(t, members, duration, "2021-06-03T00:00:00Z") // its clock: now
-	for h := 3; h <= 48; h++ {
-		deadline := d.Clock.Now.Truncate(time.Hour).Add(time.Duration(h) * time.Hour).Format(time.RFC3339)
-		if _, d = g.decide(t, members, duration, deadline); d.Decision.Start.Sub(d.Clock.Now) >= lead {
-			return d, deadline
-		}
-	}
-	t.Fatalf("no deadline within 48 h puts the decided start %v or more after now: the hold would not show", lead)
-	return api.Schedule{}, ""
 }
 
 // replayClock maps the replay clock of a carbongate running speed times

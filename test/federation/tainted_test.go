@@ -25,13 +25,12 @@ import (
 // and leaves it unscheduled — the Job goes to no other member — until the
 // taint is gone, when the Job appears in the decided member.
 func testReleaseTainted(t *testing.T, f *Federation) {
-	const ns, speed = "tainted", 6
+	const ns = "tainted"
 	createNamespace(t, f, ns)
-	g := startBindingGate(t, f, append(controllerArgs(t, f, speed), "--replay-start", "2021-06-02T21:58:30Z")...)
+	g := startBindingGate(t, f, heldArgs(t, f)...)
 	f.RegisterBindingWebhook(t, "carbongate-tainted", g.url+admission.Path, g.caPEM)
-	_, d := g.decide(t, f.Members, "PT1H", waveDeadline)
-	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: speed}
-	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: waveDeadline, hold.AnnotationDuration: "PT1H"})
+	_, clk := decideHeld(t, g, f)
+	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "tainted-job", func(b *unstructured.Unstructured) error {
 		if b.GetLabels()[hold.Label] != hold.Held {
 			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])

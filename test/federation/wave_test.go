@@ -26,16 +26,10 @@ import (
 	"github.com/carbongate/carbongate/test/services"
 )
 
-// The wave: waveJobs Jobs whose bindings carbongate holds until the same
-// second, on a replay clock started waveStart, shortly before the hour at
-// which a run of an hour by waveDeadline starts best among the members'
-// zones, at waveSpeed: every binding is decided within one forecast hour.
-const (
-	waveJobs     = 200
-	waveStart    = "2021-06-02T21:58:00Z"
-	waveDeadline = "2021-06-03T00:00:00Z"
-	waveSpeed    = 4
-)
+// waveJobs is how many Jobs testHoldingWave holds, on the holding tests'
+// clock (holdStart): every binding is decided within one forecast hour,
+// for the same second.
+const waveJobs = 200
 
 // testHoldingWave holds waveJobs Jobs through carbongate on the federation
 // (one replica, the controller and the webhook) until the same decided
@@ -46,19 +40,14 @@ const (
 func testHoldingWave(t *testing.T, f *Federation) {
 	const ns = "wave"
 	createNamespace(t, f, ns)
-	g := startBindingGate(t, f, append(controllerArgs(t, f, waveSpeed), "--replay-start", waveStart, "--access-log=true")...)
+	g := startBindingGate(t, f, append(heldArgs(t, f), "--access-log=true")...)
 	f.RegisterBindingWebhook(t, "carbongate-wave", g.url+admission.Path, g.caPEM)
 	createPolicy(t, f, ns, "every-job", map[string]any{"apiVersion": "batch/v1", "kind": "Job"})
 	seen := watchJobs(t, f, ns)
-
-	_, d := g.decide(t, f.Members, "PT1H", waveDeadline)
-	clk := replayClock{wall: g.sent, replay: d.Clock.Now, speed: waveSpeed}
-	if lead := clk.wallOf(d.Decision.Start).Sub(clk.wall); lead < 15*time.Second || lead > time.Minute {
-		t.Fatalf("the wave's decided start %s is %v away: want 15 s to a minute (waveStart and waveDeadline no longer fit the bundled data)", d.Decision.Start.Format(time.RFC3339), lead)
-	}
+	d, clk := decideHeld(t, g, f)
 	start := time.Now()
 	parallel(t, 8, waveJobs, func(i int) error {
-		return newJob(f, ns, fmt.Sprintf("wave-%03d", i), map[string]string{hold.AnnotationDeadline: waveDeadline, hold.AnnotationDuration: "PT1H"})
+		return newJob(f, ns, fmt.Sprintf("wave-%03d", i), map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
 	})
 	t.Logf("figures: %d Jobs created on Karmada in %v", waveJobs, time.Since(start).Round(time.Millisecond))
 	cluster.Eventually(t, time.Minute, fmt.Sprintf("%d bindings placed", waveJobs), func(ctx context.Context) error {
@@ -108,7 +97,7 @@ func testHoldingWave(t *testing.T, f *Federation) {
 	web := webhookDurations(t, g)
 	t.Logf("figures: release lag of %d held Jobs released at the same second (decided second → the Job in its member) p50 %.2f s, p99 %.2f s, max %.2f s; "+
 		"to the controller's release (its stamp, to %v) p50 %.2f s, p99 %.2f s; to Karmada's scheduling (its condition, to 1 s) p50 %.0f s, p99 %.0f s; binding webhook p50 %.1f ms, p99 %.1f ms over %d reviews",
-		len(lags), forecast.Quantile(lags, 0.5), forecast.Quantile(lags, 0.99), slices.Max(lags), time.Second/waveSpeed,
+		len(lags), forecast.Quantile(lags, 0.5), forecast.Quantile(lags, 0.99), slices.Max(lags), time.Second/holdSpeed,
 		forecast.Quantile(ctl, 0.5), forecast.Quantile(ctl, 0.99), forecast.Quantile(sched, 0.5), forecast.Quantile(sched, 0.99),
 		forecast.Quantile(web, 0.5), forecast.Quantile(web, 0.99), len(web))
 }
