@@ -17,7 +17,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/hold"
@@ -70,12 +69,7 @@ karmada:
 
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, name, map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
-	b := waitBinding(t, f, ns, name+"-job", func(b *unstructured.Unstructured) error {
-		if b.GetLabels()[hold.Label] != hold.Held {
-			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
-		}
-		return nil
-	})
+	b := waitBinding(t, f, ns, name+"-job", labelled(hold.Held))
 	dec, err := hold.Parse(b.GetAnnotations())
 	if err != nil {
 		t.Fatal(err)
@@ -90,12 +84,7 @@ karmada:
 	})
 	t.Logf("figures: released into %s %v after its decided start, with the chart's rights only", want.Name,
 		time.Since(clk.wallOf(dec.ReleaseAt())).Round(time.Millisecond))
-	waitBinding(t, f, ns, name+"-job", func(b *unstructured.Unstructured) error {
-		if b.GetLabels()[hold.Label] != hold.Released {
-			return fmt.Errorf("labels %v: want released", b.GetLabels())
-		}
-		return nil
-	})
+	waitBinding(t, f, ns, name+"-job", labelled(hold.Released))
 	time.Sleep(2 * time.Second)
 	if in := jobIn(t, f, ns, name); len(in) != 1 || in[0] != want.Name {
 		t.Fatalf("Job %s/%s in %v, want in %s only", ns, name, in, want.Name)

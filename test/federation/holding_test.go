@@ -80,12 +80,7 @@ func testHolding(t *testing.T, f *Federation) {
 
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
-	b := waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
-		if b.GetLabels()[hold.Label] != hold.Held {
-			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
-		}
-		return nil
-	})
+	b := waitBinding(t, f, ns, "held-job", labelled(hold.Held))
 	if s, _, _ := unstructured.NestedBool(b.Object, hold.BindingSuspension...); !s {
 		t.Fatalf("binding held-job: spec.suspension.scheduling not true: %v", b.Object["spec"])
 	}
@@ -113,12 +108,7 @@ func testHolding(t *testing.T, f *Federation) {
 		return err
 	})
 	t.Logf("figures: the held Job appeared in %s %v after its decided release (the leader killed while holding)", want.Name, time.Since(releaseAt).Round(time.Millisecond))
-	waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
-		if b.GetLabels()[hold.Label] != hold.Released || b.GetAnnotations()[hold.AnnotationReleasedAt] == "" {
-			return fmt.Errorf("labels %v, annotations %v: want released", b.GetLabels(), b.GetAnnotations())
-		}
-		return nil
-	})
+	waitBinding(t, f, ns, "held-job", labelled(hold.Released))
 	if n := g.metric(t, `carbongate_controller_releases_total{kind="resourcebinding",reason="scheduled"}`); n != 1 {
 		t.Errorf("the replica that took over released %v bindings, want 1", n)
 	}
@@ -222,6 +212,17 @@ func jobIn(t *testing.T, f *Federation, ns, name string) []string {
 		}
 	}
 	return in
+}
+
+// labelled accepts a binding labelled value (hold.Label); a released one
+// must carry its release stamp.
+func labelled(value string) func(*unstructured.Unstructured) error {
+	return func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != value || (value == hold.Released && b.GetAnnotations()[hold.AnnotationReleasedAt] == "") {
+			return fmt.Errorf("labels %v, annotations %v: want %s", b.GetLabels(), b.GetAnnotations(), value)
+		}
+		return nil
+	}
 }
 
 // waitBinding waits until binding ns/name exists and ok accepts it, and

@@ -31,12 +31,7 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	f.RegisterBindingWebhook(t, "carbongate-tainted", g.url+admission.Path, g.caPEM)
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
-	b := waitBinding(t, f, ns, "tainted-job", func(b *unstructured.Unstructured) error {
-		if b.GetLabels()[hold.Label] != hold.Held {
-			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
-		}
-		return nil
-	})
+	b := waitBinding(t, f, ns, "tainted-job", labelled(hold.Held))
 	want := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
 	dec, err := hold.Parse(b.GetAnnotations())
 	if err != nil {
@@ -47,12 +42,7 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	}
 	taint(t, f, want.Name, `[{"key":"example.com/maintenance","effect":"NoSchedule"}]`)
 
-	waitBinding(t, f, ns, "tainted-job", func(b *unstructured.Unstructured) error {
-		if b.GetLabels()[hold.Label] != hold.Released {
-			return fmt.Errorf("label %s = %q", hold.Label, b.GetLabels()[hold.Label])
-		}
-		return nil
-	})
+	waitBinding(t, f, ns, "tainted-job", labelled(hold.Released))
 	time.Sleep(3 * time.Second) // Karmada's scheduler has tried
 	if in := jobIn(t, f, ns, "tainted"); len(in) > 0 {
 		t.Fatalf("Job tainted/tainted in %v while its member %s is tainted, want in none", in, want.Name)
