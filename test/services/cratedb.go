@@ -310,7 +310,10 @@ func (c *CrateDB) run(pick func() error, ready func(context.Context) error) erro
 }
 
 // writeConfig writes conf/crate.yml: a single node on loopback whose user
-// crate is trusted from the local machine.
+// crate is trusted from the local machine. Its disk watermarks are free
+// space in bytes: CrateDB's default percentages of the disk's size (90 %
+// used) stop every shard allocation, so every CREATE TABLE, on a large
+// disk with tens of gigabytes still free, as a test machine's often is.
 func (c *CrateDB) writeConfig(transportPort int) error {
 	yml := fmt.Sprintf(`cluster.name: carbongate-test
 node.name: carbongate-test
@@ -321,6 +324,9 @@ transport.port: %d
 discovery.type: single-node
 path.data: %s
 path.logs: %s
+cluster.routing.allocation.disk.watermark.low: 2gb
+cluster.routing.allocation.disk.watermark.high: 1gb
+cluster.routing.allocation.disk.watermark.flood_stage: 500mb
 auth.host_based.enabled: true
 auth.host_based.config:
   0:
