@@ -3,15 +3,17 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +59,6 @@ func bindingReleaser() *releaser {
 			// Cannot fail: the object is a map and the path holds maps.
 			_ = unstructured.SetNestedField(o.(*unstructured.Unstructured).Object, false, hold.BindingSuspension...)
 		},
-		spec:       func(client.Object) *corev1.PodSpec { return nil }, // unused: cannotTake checks clusters
 		cannotTake: memberCannotTake,
 	}
 }
@@ -71,63 +72,60 @@ var clusterGVK = schema.GroupVersionKind{Group: "cluster.karmada.io", Version: "
 // (Karmada taints NotReady and unreachable members so) — "" when one can
 // or carbongate did not narrow it. Karmada's scheduler then leaves it
 // unscheduled until one can.
-func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) string {
-	u := obj.(*unstructured.Unstructured)
-	names, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "placement", "clusterAffinity", "clusterNames")
-	if obj.GetAnnotations()[hold.AnnotationCluster] == "" || len(names) == 0 {
-		return ""
+func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (string, error) {
+	var b struct {
+		Spec struct {
+			Placement struct {
+				ClusterAffinity struct {
+					ClusterNames []string `json:"clusterNames"`
+				} `json:"clusterAffinity"`
+				ClusterTolerations []corev1.Toleration `json:"clusterTolerations"`
+			} `json:"placement"`
+		} `json:"spec"`
 	}
-	var tolerations []corev1.Toleration
-	if raw, ok, _ := unstructured.NestedSlice(u.Object, "spec", "placement", "clusterTolerations"); ok {
-		for _, x := range raw {
-			var tol corev1.Toleration
-			if m, ok := x.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tol) == nil {
-				tolerations = append(tolerations, tol)
-			}
-		}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, &b); err != nil {
+		return "", fmt.Errorf("reading the binding's placement: %w", err)
+	}
+	names, tolerations := b.Spec.Placement.ClusterAffinity.ClusterNames, b.Spec.Placement.ClusterTolerations
+	if obj.GetAnnotations()[hold.AnnotationCluster] == "" || len(names) == 0 {
+		return "", nil
 	}
 	var reasons []string
 	for _, name := range names {
-		c := &unstructured.Unstructured{}
-		c.SetGroupVersionKind(clusterGVK)
+		c := newCluster()
 		if err := r.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
 			reasons = append(reasons, name+": "+err.Error())
 			continue
 		}
 		why := clusterBlocked(c, tolerations)
 		if why == "" {
-			return ""
+			return "", nil
 		}
 		reasons = append(reasons, name+": "+why)
 	}
 	return fmt.Sprintf("released to member cluster %s, which cannot take it now (%s): Karmada leaves the binding unscheduled until it can (its Scheduled condition says why)",
-		strings.Join(names, ", "), strings.Join(reasons, "; "))
+		strings.Join(names, ", "), strings.Join(reasons, "; ")), nil
 }
 
 // clusterBlocked says why Cluster c takes no binding with tolerations
 // now, "" when it does.
 func clusterBlocked(c *unstructured.Unstructured, tolerations []corev1.Toleration) string {
-	conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
-	ready := false
-	for _, x := range conds {
-		if m, ok := x.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
-			ready = true
-		}
+	var cl struct {
+		Spec struct {
+			Taints []corev1.Taint `json:"taints"`
+		} `json:"spec"`
+		Status struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		} `json:"status"`
 	}
-	if !ready {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, &cl); err != nil {
+		return "unreadable: " + err.Error()
+	}
+	if !meta.IsStatusConditionTrue(cl.Status.Conditions, "Ready") {
 		return "not Ready"
 	}
-	raw, _, _ := unstructured.NestedSlice(c.Object, "spec", "taints")
-	for _, x := range raw {
-		var tt corev1.Taint
-		m, ok := x.(map[string]any)
-		if !ok || runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tt) != nil {
-			continue
-		}
-		if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) &&
-			!slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), &tt, false) }) {
-			return fmt.Sprintf("taint %s:%s", tt.Key, tt.Effect)
-		}
+	if t, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), cl.Spec.Taints, tolerations, blocks, false); untolerated {
+		return fmt.Sprintf("taint %s:%s", t.Key, t.Effect)
 	}
 	return ""
 }

@@ -83,7 +83,10 @@ func TestMemberCannotTake(t *testing.T) {
 		b.SetAnnotations(map[string]string{hold.AnnotationCluster: "x"})
 		b.Object["spec"] = map[string]any{"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": tc.names},
 			"clusterTolerations": tc.tolerations}}
-		got := memberCannotTake(context.Background(), r, b)
+		got, err := memberCannotTake(context.Background(), r, b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("clusters %v tolerating %v: %q, want %q", tc.names, tc.tolerations, got, tc.want)
 		}

@@ -17,36 +17,47 @@ import (
 // maxNodeReasons bounds the nodes an Unplaceable event names.
 const maxNodeReasons = 3
 
-// warnUnplaceable records, after obj's release, when no node of its
-// decided region can take its pods now — the region's nodes NotReady,
-// unreachable, cordoned or tainted since the decision (which looks past a
-// node's current state): an Unplaceable event on obj naming each node's
-// reason, and the unplaceable metric. Its pods wait Pending with the
-// scheduler's reason until a node can take them; nothing else changes.
+// warnUnplaceable records, after obj's release, when where it was
+// released to cannot take it now (cannotTake) — for a Job or Pod no node
+// of its decided region, NotReady, unreachable, cordoned or tainted since
+// the decision (which looks past a node's current state): an Unplaceable
+// event on obj saying why, and the unplaceable metric. Nothing else
+// changes: its pods wait Pending with the scheduler's reason (a binding,
+// unscheduled with Karmada's) until it can.
 func (r *releaser) warnUnplaceable(ctx context.Context, obj client.Object) {
-	if r.cannotTake != nil {
-		if why := r.cannotTake(ctx, r.nodes, obj); why != "" {
-			r.metrics.unplaceable.WithLabelValues(r.kind).Inc()
-			r.events.Eventf(obj, corev1.EventTypeWarning, "Unplaceable", "%s", why)
-		}
+	if r.nodes == nil {
 		return
 	}
-	region := obj.GetAnnotations()[hold.AnnotationRegion]
-	if region == "" || r.nodes == nil {
+	why, err := r.cannotTake(ctx, r.nodes, obj)
+	if err != nil {
+		r.log.Warn("controller: checking where a released workload runs", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 		return
 	}
-	var nodes corev1.NodeList
-	if err := r.nodes.List(ctx, &nodes, client.MatchingLabels{hold.RegionLabel: region}); err != nil {
-		r.log.Warn("controller: listing the region's nodes after a release", "region", region, "error", err)
-		return
-	}
-	why := unplaceable(nodes.Items, r.spec(obj))
 	if why == "" {
 		return
 	}
 	r.metrics.unplaceable.WithLabelValues(r.kind).Inc()
-	r.events.Eventf(obj, corev1.EventTypeWarning, "Unplaceable",
-		"released to run in %s, but no node there can take its pods now (%s): they stay Pending until one can; the scheduler's reason is on the pods' FailedScheduling events", region, why)
+	r.events.Eventf(obj, corev1.EventTypeWarning, "Unplaceable", "%s", why)
+}
+
+// nodesCannotTake is the check of Jobs and Pods whose pod spec spec
+// returns: no node of the decided region can take a pod of it now.
+func nodesCannotTake(spec func(client.Object) *corev1.PodSpec) func(context.Context, client.Reader, client.Object) (string, error) {
+	return func(ctx context.Context, r client.Reader, obj client.Object) (string, error) {
+		region := obj.GetAnnotations()[hold.AnnotationRegion]
+		if region == "" {
+			return "", nil
+		}
+		var nodes corev1.NodeList
+		if err := r.List(ctx, &nodes, client.MatchingLabels{hold.RegionLabel: region}); err != nil {
+			return "", fmt.Errorf("listing the nodes of region %s: %w", region, err)
+		}
+		why := unplaceable(nodes.Items, spec(obj))
+		if why == "" {
+			return "", nil
+		}
+		return fmt.Sprintf("released to run in %s, but no node there can take its pods now (%s): they stay Pending until one can; the scheduler's reason is on the pods' FailedScheduling events", region, why), nil
+	}
 }
 
 // unplaceable returns why none of nodes (a region's) can take a pod of

@@ -28,12 +28,11 @@ type releaser struct {
 	held func(client.Object) bool
 	// release lets obj run.
 	release func(client.Object)
-	// spec is the pod spec obj runs (a Job's template).
-	spec func(client.Object) *corev1.PodSpec
-	// cannotTake, when set, replaces the node check after a release
-	// (placeable.go): it returns why where obj was released cannot take it
-	// now, "" when it can.
-	cannotTake func(ctx context.Context, r client.Reader, obj client.Object) string
+	// cannotTake says, after obj's release, why where it was released to
+	// cannot take it now, "" when it can (placeable.go): the decided
+	// region's nodes, read with r, for Jobs and Pods; the decided member
+	// clusters for bindings.
+	cannotTake func(ctx context.Context, r client.Reader, obj client.Object) (string, error)
 
 	deps
 	redecider *redecider // nil: a decision stands until its time
@@ -47,7 +46,7 @@ type deps struct {
 	metrics *metrics
 	log     *slog.Logger
 	signer  *hold.Signer
-	nodes   client.Reader // the node cache (nil: no check after release)
+	nodes   client.Reader // the cache cannotTake reads (nil: no check after release)
 }
 
 func jobReleaser() *releaser {
@@ -56,8 +55,8 @@ func jobReleaser() *releaser {
 			s := o.(*batchv1.Job).Spec.Suspend
 			return s != nil && *s
 		},
-		release: func(o client.Object) { o.(*batchv1.Job).Spec.Suspend = new(false) },
-		spec:    func(o client.Object) *corev1.PodSpec { return &o.(*batchv1.Job).Spec.Template.Spec },
+		release:    func(o client.Object) { o.(*batchv1.Job).Spec.Suspend = new(false) },
+		cannotTake: nodesCannotTake(func(o client.Object) *corev1.PodSpec { return &o.(*batchv1.Job).Spec.Template.Spec }),
 	}
 }
 
@@ -69,7 +68,7 @@ func podReleaser() *releaser {
 			p := o.(*corev1.Pod)
 			p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, gated)
 		},
-		spec: func(o client.Object) *corev1.PodSpec { return &o.(*corev1.Pod).Spec },
+		cannotTake: nodesCannotTake(func(o client.Object) *corev1.PodSpec { return &o.(*corev1.Pod).Spec }),
 	}
 }
 
