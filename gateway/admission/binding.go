@@ -92,14 +92,12 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([]
 // (the old object's) if the update dropped it.
 func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
 	cluster := b.Metadata.Annotations[AnnotationCluster]
+	// Weights are set again on every update: comparing them costs as much.
 	ws, divided := parseWeights(b.Metadata.Annotations[AnnotationWeights])
-	narrowed := cluster == "" || (!divided && b.narrowedTo(cluster))
-	if divided {
-		narrowed = false // weights are set again: comparing them costs as much
-	}
+	renarrow := !divided && cluster != "" && !b.narrowedTo(cluster)
 	_, labelled := b.Metadata.Labels[hold.Label]
 	keepLabel := !labelled && oldLabel != ""
-	if narrowed && !keepLabel {
+	if !divided && !renarrow && !keepLabel {
 		return allow()
 	}
 	p, err := newRawPatch(raw)
@@ -109,7 +107,7 @@ func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
 	switch {
 	case divided:
 		divide(p, ws)
-	case !narrowed:
+	case renarrow:
 		narrow(p, cluster)
 	}
 	if keepLabel {

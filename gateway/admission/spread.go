@@ -75,7 +75,7 @@ func (w *Webhook) weigh(ctx context.Context, sched Scheduler, b binding, cand cl
 	if err != nil {
 		return nil, "cannot weigh the clusters of the spread constraints: " + forecast.ErrorMessage(err)
 	}
-	means := map[forecast.Zone]float64{at.Decision.Zone: at.Decision.Mean}
+	means := map[forecast.Zone]float64{} // the alternatives are every zone's window
 	for _, a := range at.Alternatives {
 		means[a.Zone] = a.Mean
 	}
