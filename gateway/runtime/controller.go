@@ -108,8 +108,8 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 	// and the controller releases them there.
 	var fed *rest.Config
 	if k := m.Admission.KarmadaKubeconfig; k != "" {
-		if fed, err = kserve.RESTConfig(k); err != nil {
-			return fmt.Errorf("--karmada-kubeconfig: %s", forecast.ErrorMessage(err))
+		if fed, err = karmadaREST(m, k); err != nil {
+			return err
 		}
 	}
 	c.ctl, err = controller.New(controller.Config{

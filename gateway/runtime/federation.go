@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/admission"
 	"github.com/carbongate/carbongate/gateway/controller"
@@ -32,13 +34,10 @@ func (f *federationPart) open(m *Runtime, kubeconfig string, wl *admission.Workl
 	if kubeconfig == "" {
 		return admission.Bindings{}, nil
 	}
-	cfg, err := kserve.RESTConfig(kubeconfig)
+	cfg, err := karmadaREST(m, kubeconfig)
 	if err != nil {
-		return admission.Bindings{}, fmt.Errorf("--karmada-kubeconfig: %s", forecast.ErrorMessage(err))
+		return admission.Bindings{}, err
 	}
-	// Every binding CREATE reads its workload: client-go's default limit
-	// (5 requests/s) would queue a wave of bindings for tens of seconds.
-	cfg.QPS, cfg.Burst = float32(cmp.Or(m.Controller.QPS, controller.DefaultQPS)), cmp.Or(m.Controller.Burst, controller.DefaultBurst)
 	view, err := karmada.New(cfg)
 	if err != nil {
 		return admission.Bindings{}, fmt.Errorf("--karmada-kubeconfig: %w", err)
@@ -66,4 +65,17 @@ func (f *federationPart) close() {
 	if f.cancel != nil {
 		f.cancel()
 	}
+}
+
+// karmadaREST reads the kubeconfig of --karmada-kubeconfig for the
+// webhook's view and the controller, with --kube-qps and --kube-burst:
+// every binding CREATE reads its workload, and client-go's default limit
+// (5 requests/s) would queue a wave of bindings for tens of seconds.
+func karmadaREST(m *Runtime, kubeconfig string) (*rest.Config, error) {
+	cfg, err := kserve.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--karmada-kubeconfig: %s", forecast.ErrorMessage(err))
+	}
+	cfg.QPS, cfg.Burst = float32(cmp.Or(m.Controller.QPS, controller.DefaultQPS)), cmp.Or(m.Controller.Burst, controller.DefaultBurst)
+	return cfg, nil
 }
