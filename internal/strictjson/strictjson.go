@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/carbongate/carbongate/forecast"
 )
@@ -89,7 +90,9 @@ func Duplicate(body []byte) (string, bool) {
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
 				top := &stack[n-1]
 				name := string(body[i+1 : min(j, len(body))])
-				if escaped {
+				// Decoded as encoding/json does: escapes, and invalid UTF-8
+				// read as U+FFFD (two different invalid bytes are one key).
+				if escaped || !utf8.ValidString(name) {
 					var s string
 					if json.Unmarshal(body[i:min(j+1, len(body))], &s) == nil {
 						name = s
