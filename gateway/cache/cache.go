@@ -34,14 +34,21 @@ type Config struct {
 	Logger  *slog.Logger          // nil: discard
 	Metrics prometheus.Registerer // nil: register nothing
 	// Degraded reports whether a forecast came from a fallback step because
-	// a better one failed; such entries are served, and recomputed every
-	// RetryInterval until they are not. nil: never.
+	// a better one failed; such entries are served, and recomputed until
+	// they are not: FirstRetry after, then twice as long after each retry
+	// that is degraded again, up to RetryInterval. nil: never.
 	Degraded func(forecast.Forecast) bool
 	// ComputeTimeout bounds a computation that no caller deadline bounds
 	// (background refreshes, callers without a deadline). Default 30s.
 	ComputeTimeout time.Duration
-	// RetryInterval is how often degraded entries are recomputed. Default 1m.
+	// RetryInterval is the longest wait before a degraded entry is
+	// recomputed. Default 1m.
 	RetryInterval time.Duration
+	// FirstRetry is the wait before a degraded entry's first recomputation
+	// (a model that has just come up — a pod Ready a moment before its
+	// Service routes to it — is used within seconds, not a minute).
+	// Default DefaultFirstRetry, at most RetryInterval.
+	FirstRetry time.Duration
 	// Poll is the longest the refresh loop sleeps before it reads the clock
 	// again, so that a clock that jumps is noticed. Default 1m.
 	Poll time.Duration
@@ -60,6 +67,7 @@ type Cache struct {
 	entries map[Key]*entry
 	flights map[flightKey]*flight
 	started bool
+	wake    chan struct{} // a degraded entry is due sooner than the loop sleeps
 
 	hits, misses, refreshErrors, computeErrors prometheus.Counter
 }
@@ -69,7 +77,11 @@ type entry struct {
 	fc       forecast.Forecast
 	degraded bool
 	retryAt  time.Time
+	backoff  time.Duration // the wait before retryAt: doubles on each degraded retry
 }
+
+// DefaultFirstRetry is Config.FirstRetry's default.
+const DefaultFirstRetry = 5 * time.Second
 
 type flightKey struct {
 	Key
@@ -96,6 +108,10 @@ func New(cfg Config) (*Cache, error) {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = time.Minute
 	}
+	if cfg.FirstRetry <= 0 {
+		cfg.FirstRetry = DefaultFirstRetry
+	}
+	cfg.FirstRetry = min(cfg.FirstRetry, cfg.RetryInterval)
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Minute
 	}
@@ -107,6 +123,7 @@ func New(cfg Config) (*Cache, error) {
 		cfg: cfg, base: base, cancel: cancel,
 		entries: make(map[Key]*entry),
 		flights: make(map[flightKey]*flight),
+		wake:    make(chan struct{}, 1),
 		hits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "carbongate_forecast_cache_hits_total", Help: "Forecast cache lookups answered from the cache."}),
 		misses: prometheus.NewCounter(prometheus.CounterOpts{
@@ -129,7 +146,7 @@ func New(cfg Config) (*Cache, error) {
 
 // Start starts the refresh loop: when the clock's hour turns, every key
 // looked up so far is recomputed for the new hour; degraded entries are
-// recomputed every RetryInterval. Start is a no-op after the first call.
+// recomputed as Degraded says. Start is a no-op after the first call.
 func (c *Cache) Start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -239,7 +256,15 @@ func (c *Cache) finish(fk flightKey, f *flight, fc forecast.Forecast, err error,
 		if e == nil || !fk.issue.Before(e.issue) {
 			ne := &entry{issue: fk.issue, fc: fc}
 			if c.cfg.Degraded != nil && c.cfg.Degraded(fc) {
-				ne.degraded, ne.retryAt = true, c.cfg.Now().Add(c.cfg.RetryInterval)
+				ne.degraded, ne.backoff = true, c.cfg.FirstRetry
+				if e != nil && e.degraded && e.issue.Equal(fk.issue) {
+					ne.backoff = min(2*e.backoff, c.cfg.RetryInterval)
+				}
+				ne.retryAt = c.cfg.Now().Add(ne.backoff)
+				select {
+				case c.wake <- struct{}{}:
+				default:
+				}
 			}
 			c.entries[fk.Key] = ne
 		}
@@ -347,6 +372,9 @@ func (c *Cache) loop() {
 		case <-c.base.Done():
 			t.Stop()
 			return
+		case <-c.wake:
+			t.Stop()
+			continue
 		case <-t.C:
 		}
 		if err := c.Refresh(c.base); err != nil && c.base.Err() == nil {

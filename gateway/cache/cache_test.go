@@ -276,6 +276,47 @@ func TestDegradedRetried(t *testing.T) {
 	}
 }
 
+// TestDegradedBackoff: a degraded entry is retried FirstRetry after it was
+// computed, then twice as long after each retry that is degraded again, up
+// to RetryInterval; an entry no longer degraded is not retried.
+func TestDegradedBackoff(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{now: t0}
+	cnt := &counter{}
+	c, err := New(Config{Compute: cnt.compute, Now: clk.Now, RetryInterval: 30 * time.Second,
+		Degraded: func(fc forecast.Forecast) bool { return fc.Series.Values[0] < 6 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Get(context.Background(), Key{"DE", forecast.SignalLifecycle}); err != nil {
+		t.Fatal(err)
+	}
+	// Computed at 0 s; retries due at 5, 15 (+10), 35 (+20), 65 (+30, the
+	// cap); the fifth computation's 5 is degraded, the sixth's 6 is not.
+	at, want := time.Duration(0), int64(1)
+	for _, wait := range []time.Duration{DefaultFirstRetry, 10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second} {
+		clk.Set(t0.Add(at + wait - time.Second))
+		if err := c.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := cnt.n.Load(); got != want {
+			t.Fatalf("%v after the computation at %v: %d computations, want %d (retry not due)", wait-time.Second, at, got, want)
+		}
+		at += wait
+		clk.Set(t0.Add(at))
+		if err := c.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if want < 6 {
+			want++
+		}
+		if got := cnt.n.Load(); got != want {
+			t.Fatalf("%v after the computation before: %d computations, want %d", wait, got, want)
+		}
+	}
+}
+
 func TestClosed(t *testing.T) {
 	t.Parallel()
 	clk := &fakeClock{now: t0}
