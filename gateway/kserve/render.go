@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -56,6 +57,9 @@ const (
 	// conventions: REST on 8080, gRPC (h2c) on 8081.
 	HTTPPort int32 = 8080
 	GRPCPort int32 = 8081
+	// ReadyPath is the Open Inference Protocol's server readiness, the
+	// container's readiness probe.
+	ReadyPath = "/v2/health/ready"
 )
 
 // Resources are Kubernetes quantities ("100m", "256Mi") for the predictor
@@ -332,6 +336,13 @@ func (c *renderConfig) runtime() any {
 					fmt.Sprintf("--grpc_port=%d", GRPCPort),
 				},
 				Ports: ports,
+				// Ready once its model is loaded (carbonserve's server is not
+				// ready until then): without it a predictor is routed to
+				// while it still loads and every call falls back.
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: ReadyPath, Port: intstr.FromInt32(HTTPPort)}},
+					PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 2,
+				},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr(false),
 					Privileged:               ptr(false),

@@ -103,6 +103,9 @@ func TestRenderRoundTrip(t *testing.T) {
 	if got, want := strings.Join(ctr.Args, " "), "--model_name={{.Name}} --model_dir=/mnt/models --http_port=8080 --grpc_port=8081"; got != want {
 		t.Errorf("args=%q, want %q", got, want)
 	}
+	if p := ctr.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/v2/health/ready" || p.HTTPGet.Port.IntValue() != 8080 {
+		t.Errorf("readiness probe %+v, want GET /v2/health/ready on 8080", p)
+	}
 	wantPorts := []corev1.ContainerPort{
 		{Name: "http1", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
 		{Name: "h2c", ContainerPort: 8081, Protocol: corev1.ProtocolTCP},
