@@ -39,7 +39,7 @@ func admissionFlags(fs *flag.FlagSet, a *runtime.Admission) {
 	fs.StringVar(&a.TLSCert, "tls-cert", a.TLSCert, "PEM certificate (chain) to serve HTTPS with; needs --tls-key")
 	fs.StringVar(&a.TLSKey, "tls-key", a.TLSKey, "PEM private key of --tls-cert")
 	fs.StringVar(&a.ClientCA, "admission-client-ca", a.ClientCA, "PEM CA bundle: the webhook route requires a client certificate signed by it (the API server's); needs --admission and --tls-cert")
-	fs.StringVar(&a.KarmadaKubeconfig, "karmada-kubeconfig", a.KarmadaKubeconfig, "kubeconfig file of a Karmada API server: the webhook then places its ResourceBindings (work.karmada.io) in the member cluster of the decided grid zone; with --controller it also holds them (spec.suspension.scheduling) and the controller releases them at the decided start; needs --admission (decisions signed with --decision-key-file)")
+	fs.StringVar(&a.KarmadaKubeconfig, "karmada-kubeconfig", a.KarmadaKubeconfig, "kubeconfig file of a Karmada API server: the webhook then places its ResourceBindings (work.karmada.io) in the member cluster of the decided grid zone; with --controller it also holds them (spec.suspension) and the controller releases them at the decided start; needs --admission (decisions signed with --decision-key-file)")
 	fs.Var((*byteSize)(&a.MaxBody), "max-body", "largest AdmissionReview the webhook reads, in bytes or as a quantity like 3Mi")
 }
 
@@ -67,6 +67,7 @@ func controllerFlags(fs *flag.FlagSet, c *runtime.Controller) {
 	fs.StringVar(&c.HoldMode, "hold-mode", hold.ModeEnforce, "how the webhook treats opted-in Jobs and Pods of namespaces without the label "+hold.NamespaceModeLabel+": enforce (hold them) or shadow (decide and annotate them, marked "+hold.AnnotationShadow+", but let them run as submitted)")
 	fs.BoolVar(&c.Redecide, "redecide", true, "re-ask the gateway once per forecast hour while a Job or Pod is held, and move its start (same zone, never past its release-by) when a newer forecast finds a better one")
 	fs.Float64Var(&c.RedecideGain, "redecide-gain", controller.DefaultRedecideGain, "least share of the held start's forecast emissions a new start must save to move a hold (0 < gain < 1)")
+	fs.DurationVar(&c.ScheduleAhead, "karmada-schedule-ahead", controller.DefaultScheduleAhead, "with --karmada-kubeconfig: how long before its release a held ResourceBinding is handed to Karmada's scheduler with its dispatch still held (spec.suspension.dispatching), so that bindings released together reach their members at once instead of one by one behind Karmada's scheduler; 0: scheduled at the release")
 	fs.DurationVar(&c.HoldMaxDelay, "hold-max-delay", admission.DefaultMaxDelay, "longest wait of a held workload without a deadline, unless its namespace's carbongate.io/max-delay says otherwise")
 }
 

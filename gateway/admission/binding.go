@@ -49,8 +49,11 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	var o outcome
 	if req.Operation == admissionv1.Update {
-		old, _ := oldMetadata(req) // sanitizeBinding read it
-		o = reapplyBinding(raw, b, old.Labels[hold.Label])
+		var old binding
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return deny(400, "request.oldObject: not a ResourceBinding: %v", err)
+		}
+		o = reapplyBinding(raw, b, old)
 	} else {
 		o = w.placeBinding(ctx, raw, b, req.Namespace, requestID, sched)
 	}
@@ -88,16 +91,24 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([]
 }
 
 // reapplyBinding narrows the placement of an updated binding to the
-// cluster it was placed in, if any, and puts back the hold label oldLabel
-// (the old object's) if the update dropped it.
-func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
+// cluster it was placed in, if any, puts back the hold label of old (the
+// binding before the update) if the update dropped it, and keeps a
+// staged binding's dispatch held (hold.BindingDispatching: Karmada's
+// detector resets it from the policy) until the controller labels it
+// released.
+func reapplyBinding(raw []byte, b binding, old binding) outcome {
 	cluster := b.Metadata.Annotations[AnnotationCluster]
 	// Weights are set again on every update: comparing them costs as much.
 	ws, divided := parseWeights(b.Metadata.Annotations[AnnotationWeights])
 	renarrow := !divided && cluster != "" && !b.narrowedTo(cluster)
-	_, labelled := b.Metadata.Labels[hold.Label]
+	oldLabel := old.Metadata.Labels[hold.Label]
+	label, labelled := b.Metadata.Labels[hold.Label]
 	keepLabel := !labelled && oldLabel != ""
-	if !divided && !renarrow && !keepLabel {
+	if keepLabel {
+		label = oldLabel
+	}
+	restage := old.dispatchHeld() && !b.dispatchHeld() && oldLabel == hold.Held && label == hold.Held
+	if !divided && !renarrow && !keepLabel && !restage {
 		return allow()
 	}
 	p, err := newRawPatch(raw)
@@ -112,6 +123,9 @@ func reapplyBinding(raw []byte, b binding, oldLabel string) outcome {
 	}
 	if keepLabel {
 		p.set(oldLabel, "metadata", "labels", hold.Label)
+	}
+	if restage {
+		p.set(true, hold.BindingDispatching...)
 	}
 	return p.outcome()
 }
@@ -231,6 +245,12 @@ func unplaced(raw []byte, why string) outcome {
 func (b binding) suspended() bool {
 	s := b.Spec.Suspension
 	return s != nil && s.Scheduling != nil && *s.Scheduling
+}
+
+// dispatchHeld reports whether the binding's dispatching is suspended.
+func (b binding) dispatchHeld() bool {
+	s := b.Spec.Suspension
+	return s != nil && s.Dispatching != nil && *s.Dispatching
 }
 
 // narrowedTo reports whether the binding's clusterNames are [cluster].

@@ -93,7 +93,8 @@ type placed struct {
 		Replicas   int              `json:"replicas"`
 		Placement  bindingPlacement `json:"placement"`
 		Suspension *struct {
-			Scheduling *bool `json:"scheduling"`
+			Scheduling  *bool `json:"scheduling"`
+			Dispatching *bool `json:"dispatching"`
 		} `json:"suspension"`
 	} `json:"spec"`
 }
@@ -278,8 +279,9 @@ func TestBindingForgedDecision(t *testing.T) {
 
 // TestBindingHold: with Hold, a placed binding is held (label, scheduling
 // suspended); an UPDATE that drops the label gets it back, one the
-// controller made (released) keeps it; a binding created suspended by
-// its creator is placed only.
+// controller made (released) keeps it; a staged binding keeps its dispatch
+// held until released; a binding created suspended by its creator is
+// placed only.
 func TestBindingHold(t *testing.T) {
 	t.Parallel()
 	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339)}
@@ -306,6 +308,33 @@ func TestBindingHold(t *testing.T) {
 		}
 		if after.Metadata.Labels[hold.Label] != want {
 			t.Errorf("UPDATE with label %q: label %q, want %q", label, after.Metadata.Labels[hold.Label], want)
+		}
+	}
+
+	// Staged by the controller (scheduled, dispatch held): Karmada's
+	// detector resets dispatching from the policy; the webhook keeps it
+	// until the controller labels the binding released.
+	staged := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, got.Metadata.Annotations)
+	staged["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Held}
+	staged["spec"].(map[string]any)["suspension"] = map[string]any{"scheduling": false, "dispatching": true}
+	for _, tc := range []struct {
+		label, dispatching any // the update's; nil: absent
+		want               bool
+	}{{label: hold.Held, want: true}, {want: true}, {label: hold.Held, dispatching: false, want: true}, {label: hold.Released, dispatching: false}, {label: hold.Released}} {
+		upd := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, got.Metadata.Annotations)
+		if tc.label != nil {
+			upd["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: tc.label}
+		}
+		susp := map[string]any{"scheduling": false}
+		if tc.dispatching != nil {
+			susp["dispatching"] = tc.dispatching
+		}
+		upd["spec"].(map[string]any)["suspension"] = susp
+		var after placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, staged), &after)
+		s := after.Spec.Suspension
+		if held := s != nil && s.Dispatching != nil && *s.Dispatching; held != tc.want {
+			t.Errorf("staged, UPDATE with label %v and dispatching %v: dispatch held %v, want %v", tc.label, tc.dispatching, held, tc.want)
 		}
 	}
 

@@ -75,7 +75,8 @@ type binding struct {
 		Replicas   int32             `json:"replicas"`
 		Placement  *bindingPlacement `json:"placement"`
 		Suspension *struct {
-			Scheduling *bool `json:"scheduling"`
+			Scheduling  *bool `json:"scheduling"`
+			Dispatching *bool `json:"dispatching"`
 		} `json:"suspension"`
 	} `json:"spec"`
 }

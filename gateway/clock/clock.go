@@ -97,6 +97,15 @@ func Wall(c Clock, d time.Duration) time.Duration {
 	return d
 }
 
+// Span converts a span of wall-clock time into c's time: the inverse of
+// Wall.
+func Span(c Clock, wall time.Duration) time.Duration {
+	if r, ok := c.(*Replay); ok && r.speed > 1 {
+		return time.Duration(float64(wall) * r.speed)
+	}
+	return wall
+}
+
 // At returns the instant of c's time at which the wall clock read wall: a
 // timestamp the Kubernetes API wrote (a Job's start) read in the clock
 // decisions are made in. wall itself for the system clock.

@@ -84,6 +84,12 @@ func TestReplayWithSpeed(t *testing.T) {
 	if got, want := Wall(System{}, time.Hour), time.Hour; got != want {
 		t.Fatalf("Wall(system, 1h)=%v, want %v", got, want)
 	}
+	if got, want := Span(fast, 10*time.Second), time.Hour; got != want {
+		t.Fatalf("Span(10s)=%v, want %v", got, want)
+	}
+	if got, want := Span(System{}, time.Hour), time.Hour; got != want {
+		t.Fatalf("Span(system, 1h)=%v, want %v", got, want)
+	}
 	for _, bad := range []float64{0, 0.5, -1, MaxSpeed + 1} {
 		if _, err := r.WithSpeed(bad); err == nil {
 			t.Errorf("WithSpeed(%v): no error", bad)

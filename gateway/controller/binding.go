@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -30,9 +32,11 @@ import (
 // deadline guard, exactly once (a patch conditioned on the
 // resourceVersion), re-deciding while held — over a cache of that API
 // server's held bindings. Leader election stays on the controller's own
-// cluster: only the leader releases. Karmada's scheduler then schedules
-// the binding into the cluster its placement was narrowed to; the
-// workload appears there.
+// cluster: only the leader releases. Karmada's scheduler schedules the
+// binding into the cluster its placement was narrowed to — at the
+// release, or, with Config.ScheduleAhead, that long before it with the
+// dispatch still held (hold.BindingDispatching) — and the workload
+// appears there at the release.
 
 // bindingGVK is Karmada's ResourceBinding.
 var bindingGVK = schema.GroupVersionKind{Group: hold.BindingGroup, Version: hold.BindingVersion, Kind: hold.BindingKind}
@@ -49,29 +53,53 @@ func newBinding() *unstructured.Unstructured {
 	return u
 }
 
-func bindingReleaser() *releaser {
+// bindingReleaser releases held bindings; staged ahead by lead (wall
+// time; 0: not staged), a binding is scheduled with its dispatching held
+// (hold.BindingDispatching) and its release only dispatches it.
+func bindingReleaser(lead time.Duration) *releaser {
 	return &releaser{kind: "resourcebinding", newObj: func() client.Object { return newBinding() },
 		held: func(o client.Object) bool {
-			v, ok, err := unstructured.NestedBool(o.(*unstructured.Unstructured).Object, hold.BindingSuspension...)
-			return ok && err == nil && v
+			return suspended(o, hold.BindingSuspension) || suspended(o, hold.BindingDispatching)
 		},
 		release: func(o client.Object) {
-			// Cannot fail: the object is a map and the path holds maps.
-			_ = unstructured.SetNestedField(o.(*unstructured.Unstructured).Object, false, hold.BindingSuspension...)
+			suspend(o, hold.BindingSuspension, false)
+			suspend(o, hold.BindingDispatching, false)
 		},
 		cannotTake: memberCannotTake,
+		stage: func(o client.Object) bool {
+			if !suspended(o, hold.BindingSuspension) {
+				return false
+			}
+			suspend(o, hold.BindingSuspension, false)
+			suspend(o, hold.BindingDispatching, true)
+			return true
+		},
+		lead: lead,
 	}
+}
+
+// suspended reports whether binding o's suspension at path is true.
+func suspended(o client.Object, path []string) bool {
+	v, ok, err := unstructured.NestedBool(o.(*unstructured.Unstructured).Object, path...)
+	return ok && err == nil && v
+}
+
+// suspend sets binding o's suspension at path to v.
+func suspend(o client.Object, path []string, v bool) {
+	// Cannot fail: the object is a map and the path holds maps.
+	_ = unstructured.SetNestedField(o.(*unstructured.Unstructured).Object, v, path...)
 }
 
 // clusterGVK is Karmada's Cluster.
 var clusterGVK = schema.GroupVersionKind{Group: "cluster.karmada.io", Version: "v1alpha1", Kind: "Cluster"}
 
 // memberCannotTake says, after a binding's release, why the member
-// clusters it was placed in cannot take it now — not Ready, or a
-// NoSchedule or NoExecute taint its clusterTolerations do not tolerate
-// (Karmada taints NotReady and unreachable members so) — "" when one can
-// or carbongate did not narrow it. Karmada's scheduler then leaves it
-// unscheduled until one can.
+// clusters it was placed in cannot take it now — not Ready, or a taint its
+// clusterTolerations do not tolerate (Karmada taints NotReady and
+// unreachable members so): NoSchedule or NoExecute while Karmada has yet
+// to schedule it, NoExecute only in a member it was scheduled to (staged
+// ahead: a NoSchedule taint does not move what is scheduled, as for pods
+// on nodes) — "" when one can or carbongate did not narrow it.
 func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (string, error) {
 	var b struct {
 		Spec struct {
@@ -81,6 +109,7 @@ func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (
 				} `json:"clusterAffinity"`
 				ClusterTolerations []corev1.Toleration `json:"clusterTolerations"`
 			} `json:"placement"`
+			Clusters []targetCluster `json:"clusters"`
 		} `json:"spec"`
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, &b); err != nil {
@@ -91,25 +120,38 @@ func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (
 		return "", nil
 	}
 	var reasons []string
+	scheduled := len(b.Spec.Clusters) > 0
 	for _, name := range names {
 		c := newCluster()
 		if err := r.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
 			reasons = append(reasons, name+": "+err.Error())
 			continue
 		}
-		why := clusterBlocked(c, tolerations)
+		in := slices.ContainsFunc(b.Spec.Clusters, func(t targetCluster) bool { return t.Name == name })
+		why := clusterBlocked(c, tolerations, in)
 		if why == "" {
 			return "", nil
 		}
 		reasons = append(reasons, name+": "+why)
 	}
-	return fmt.Sprintf("released to member cluster %s, which cannot take it now (%s): Karmada leaves the binding unscheduled until it can (its Scheduled condition says why)",
-		strings.Join(names, ", "), strings.Join(reasons, "; ")), nil
+	then := "Karmada leaves the binding unscheduled until it can (its Scheduled condition says why)"
+	if scheduled {
+		then = "scheduled there ahead of its release, Karmada dispatches it once the member can take it (its Works' Applied condition says why not yet)"
+	}
+	return fmt.Sprintf("released to member cluster %s, which cannot take it now (%s): %s",
+		strings.Join(names, ", "), strings.Join(reasons, "; "), then), nil
+}
+
+// targetCluster is a cluster Karmada's scheduler put a binding in
+// (spec.clusters).
+type targetCluster struct {
+	Name string `json:"name"`
 }
 
 // clusterBlocked says why Cluster c takes no binding with tolerations
-// now, "" when it does.
-func clusterBlocked(c *unstructured.Unstructured, tolerations []corev1.Toleration) string {
+// now, "" when it does; scheduled: the binding is scheduled to c already,
+// where only NoExecute taints keep it off.
+func clusterBlocked(c *unstructured.Unstructured, tolerations []corev1.Toleration, scheduled bool) string {
 	var cl struct {
 		Spec struct {
 			Taints []corev1.Taint `json:"taints"`
@@ -124,7 +166,11 @@ func clusterBlocked(c *unstructured.Unstructured, tolerations []corev1.Toleratio
 	if !meta.IsStatusConditionTrue(cl.Status.Conditions, "Ready") {
 		return "not Ready"
 	}
-	if t, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), cl.Spec.Taints, tolerations, blocks, false); untolerated {
+	filter := blocks
+	if scheduled {
+		filter = func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
+	}
+	if t, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), cl.Spec.Taints, tolerations, filter, false); untolerated {
 		return fmt.Sprintf("taint %s:%s", t.Key, t.Effect)
 	}
 	return ""
@@ -154,7 +200,7 @@ func (c *Controller) addFederation(cfg *rest.Config, scheme *runtime.Scheme, d d
 	if err := c.mgr.Add(cl); err != nil {
 		return fmt.Errorf("controller: Karmada API server: %w", err)
 	}
-	r := bindingReleaser()
+	r := bindingReleaser(c.cfg.ScheduleAhead)
 	// The release's check reads the member Clusters from the cache.
 	d.client, d.nodes = cl.GetClient(), cl.GetCache()
 	//lint:ignore SA1019 the core/v1 recorder, as for the controller's own cluster (setup)

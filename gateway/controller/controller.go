@@ -67,6 +67,12 @@ const (
 	// 5/s, would make a minute's releases of thousands of workloads late).
 	DefaultQPS   = 200
 	DefaultBurst = 400
+	// DefaultScheduleAhead is the flag's default of ScheduleAhead: Karmada's
+	// scheduler places about 15 bindings a second on a small control plane,
+	// so a minute covers a wave of several hundred released at one second,
+	// while the capacity, taints and readiness it schedules by are at most
+	// a minute old at the release.
+	DefaultScheduleAhead = time.Minute
 )
 
 // Config configures a Controller.
@@ -111,6 +117,11 @@ type Config struct {
 	// ResourceBindings the controller releases too (binding.go), with the
 	// same QPS and Burst.
 	Federation *rest.Config
+	// ScheduleAhead is how long (wall time) before its release a held
+	// binding is handed to Karmada's scheduler with its dispatch still
+	// held, so that a wave of releases is not queued behind Karmada's
+	// one-at-a-time scheduling; 0: scheduled at the release.
+	ScheduleAhead time.Duration
 }
 
 // Controller is a started-on-demand controller manager.

@@ -18,6 +18,9 @@ type metrics struct {
 	// unplaceable counts releases no node of the decided region could
 	// take at once (warnUnplaceable).
 	unplaceable *prometheus.CounterVec
+	// staged counts held workloads readied ahead of their release
+	// (stage.go).
+	staged *prometheus.CounterVec
 
 	// The ledger (ledger.go).
 	realizedAvoided, realizedAdded, realizedPromised *prometheus.CounterVec
@@ -53,6 +56,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_released_unplaceable_total",
 			Help: "Held workloads released while no node of their decided region could take their pods (NotReady, unreachable, cordoned or tainted nodes, or none): their pods wait Pending; or ResourceBindings released to a member cluster that is not Ready or tainted: Karmada leaves them unscheduled. By kind (job, pod, resourcebinding).",
 		}, []string{"kind"}),
+		staged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_controller_staged_total",
+			Help: "Held workloads readied ahead of their release, by kind: ResourceBindings let Karmada schedule them (--karmada-schedule-ahead) while their dispatch stays held.",
+		}, []string{"kind"}),
 		realizedAvoided: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_realized_avoided_grams_total",
 			Help: "gCO2eq released workloads really avoided, charged at observed intensity: running at admission minus the run, summed over workloads whose shift saved (those that lost are in carbongate_realized_added_grams_total), by workload_namespace and mode (enforce; shadow: what enforcing would have avoided).",
@@ -87,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "carbongate_controller_held_workloads",
 			Help: "Workloads this replica waits to release (all kinds; only the leader holds any).",
 		}, func() float64 { return float64(m.count()) })
-		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, m.unplaceable, held,
+		reg.MustRegister(m.releases, m.lag, m.leader, m.avoided, m.unplaceable, m.staged, held,
 			m.realizedAvoided, m.realizedAdded, m.realizedPromised, m.ledgerWorkloads, m.redecisions, m.redecisionGain)
 	}
 	return m

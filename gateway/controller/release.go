@@ -33,6 +33,11 @@ type releaser struct {
 	// region's nodes, read with r, for Jobs and Pods; the decided member
 	// clusters for bindings.
 	cannotTake func(ctx context.Context, r client.Reader, obj client.Object) (string, error)
+	// stage, when set, readies held obj for its release, still held
+	// (stage.go), reporting whether it changed obj; lead is how long
+	// ahead of the release, in wall time (0: not staged).
+	stage func(client.Object) bool
+	lead  time.Duration
 
 	deps
 	redecider *redecider // nil: a decision stands until its time
@@ -115,7 +120,8 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			next = nextAsk(now, at)
 		}
 		if now.Before(at) {
-			return ctrl.Result{RequeueAfter: clock.Wall(r.clock, next.Sub(now))}, nil
+			next, err := r.stageAhead(ctx, obj, now, at, next)
+			return ctrl.Result{RequeueAfter: clock.Wall(r.clock, next.Sub(now))}, err
 		}
 	}
 	return ctrl.Result{}, r.releaseNow(ctx, obj, d.Reason(), now, at)

@@ -27,6 +27,18 @@ const (
 // at the decision's ReleaseAt and labels the binding Released.
 var BindingSuspension = []string{"spec", "suspension", "scheduling"}
 
+// BindingDispatching is the path of a ResourceBinding's dispatching hold:
+// while true Karmada schedules the binding but dispatches nothing to the
+// member clusters (its Works are suspended). Karmada's scheduler places
+// bindings one at a time, so a wave of bindings released at one second
+// would reach their members one by one, seconds late: the controller
+// stages a held binding a lead before its ReleaseAt — scheduling released,
+// dispatching held (Label still Held) — and clears both at ReleaseAt, when
+// only the dispatch is left to do. Karmada's detector resets dispatching
+// from the policy whenever it rewrites the binding; the webhook keeps it
+// on a staged binding.
+var BindingDispatching = []string{"spec", "suspension", "dispatching"}
+
 // AnnotationCluster names the member cluster a binding was placed in (the
 // greenest, when its replicas are divided over several).
 const AnnotationCluster = "carbongate.io/scheduling-cluster"

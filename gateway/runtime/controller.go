@@ -44,6 +44,7 @@ type Controller struct {
 	VMKinds         string        // --vm-kinds
 	Redecide        bool          // --redecide
 	RedecideGain    float64       // --redecide-gain
+	ScheduleAhead   time.Duration // --karmada-schedule-ahead
 }
 
 // controllerPart is the Controller of a running carbongate.
@@ -75,6 +76,8 @@ func (c *Controller) check() error {
 		return fmt.Errorf("--hold-duration must be positive and --hold-max-delay not negative, got %v and %v", c.HoldDuration, c.HoldMaxDelay)
 	case !(c.RedecideGain > 0 && c.RedecideGain < 1):
 		return fmt.Errorf("--redecide-gain must be between 0 and 1 (exclusive), got %v", c.RedecideGain)
+	case c.ScheduleAhead < 0:
+		return fmt.Errorf("--karmada-schedule-ahead must not be negative, got %v", c.ScheduleAhead)
 	case c.HoldMode != hold.ModeEnforce && c.HoldMode != hold.ModeShadow:
 		return fmt.Errorf("--hold-mode must be %s or %s, got %q", hold.ModeEnforce, hold.ModeShadow, c.HoldMode)
 	}
@@ -117,7 +120,7 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
 		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds, Observed: obs,
-		RedecideGain: c.RedecideGain,
+		RedecideGain: c.RedecideGain, ScheduleAhead: c.ScheduleAhead,
 	})
 	return err
 }

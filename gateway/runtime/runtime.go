@@ -119,7 +119,7 @@ func DefaultParams() Params {
 		AccessLog:       true,
 		Options:         wiring.DefaultOptions(),
 		ReplaySpeed:     1,
-		Controller:      Controller{Redecide: true, RedecideGain: controller.DefaultRedecideGain},
+		Controller:      Controller{Redecide: true, RedecideGain: controller.DefaultRedecideGain, ScheduleAhead: controller.DefaultScheduleAhead},
 	}
 }
 

@@ -66,13 +66,16 @@ func decideHeld(t *testing.T, g *bindingGate, f *Federation) (api.Schedule, repl
 // with a deadline whose policy allows all three members is held — its
 // binding labelled held with its scheduling suspended, the Job in no
 // member, across an edit of the Job — while the leader is killed; the
-// other replica takes over and releases it once at the decided start: the
-// Job appears in the decided member only, its binding labelled released,
-// and an edit afterwards neither moves nor duplicates it.
+// other replica takes over, stages the binding holdingAhead before its
+// release (Karmada schedules it into the decided member, its dispatch
+// held across another edit, the Job still in no member) and releases it
+// once at the decided start: the Job appears in the decided member only,
+// its binding labelled released, and an edit afterwards neither moves nor
+// duplicates it.
 func testHolding(t *testing.T, f *Federation) {
 	const ns = "held"
 	createNamespace(t, f, ns)
-	args := heldArgs(t, f)
+	args := append(heldArgs(t, f), "--karmada-schedule-ahead", holdingAhead.String())
 	leader := startBindingGate(t, f, args...)
 	waitLog(t, leader, "elected leader")
 	g := startBindingGate(t, f, args...)
@@ -90,18 +93,32 @@ func testHolding(t *testing.T, f *Federation) {
 	}
 	want := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
 	releaseAt := clk.wallOf(dec.ReleaseAt())
-	if time.Until(releaseAt) < 2*time.Second {
-		t.Fatalf("the binding's decision releases it %v from now: too soon for the hold to show", time.Until(releaseAt))
+	if time.Until(releaseAt) < holdingAhead+2*time.Second {
+		t.Fatalf("the binding's decision releases it %v from now: too soon for the hold to show before it is staged %v ahead", time.Until(releaseAt), holdingAhead)
 	}
 	t.Logf("held until %s (in %v), then in %s", dec.ReleaseAt().Format(time.RFC3339), time.Until(releaseAt).Round(time.Millisecond), want.Name)
 
 	editJob(t, f, ns, "held", "before-release")
 	leader.proc.Kill()
-	for time.Until(releaseAt) > time.Second {
+	staged := waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error { return isStaged(b, want.Name) })
+	if time.Until(releaseAt) < time.Second {
+		t.Fatalf("staged %v before its release, want about %v", time.Until(releaseAt), holdingAhead)
+	}
+	t.Logf("staged %v before its release: scheduled to %s, its dispatch held", time.Until(releaseAt).Round(time.Millisecond), want.Name)
+	// Karmada's detector resets the dispatching from the policy on an edit;
+	// the webhook keeps it held.
+	editJob(t, f, ns, "held", "while-staged")
+	waitBinding(t, f, ns, "held-job", func(b *unstructured.Unstructured) error {
+		if b.GetGeneration() == staged.GetGeneration() {
+			return errors.New("not rewritten by Karmada after the edit yet")
+		}
+		return isStaged(b, want.Name)
+	})
+	for time.Until(releaseAt) > 300*time.Millisecond {
 		if in := jobIn(t, f, ns, "held"); len(in) > 0 {
 			t.Fatalf("Job held/held in %v %v before its release", in, time.Until(releaseAt).Round(time.Millisecond))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	cluster.Eventually(t, time.Minute, "Job held/held in "+want.Name, func(ctx context.Context) error {
 		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, "held", metav1.GetOptions{})
@@ -117,6 +134,28 @@ func testHolding(t *testing.T, f *Federation) {
 	if in := jobIn(t, f, ns, "held"); len(in) != 1 || in[0] != want.Name {
 		t.Fatalf("Job held/held in %v after an edit, want in %s only", in, want.Name)
 	}
+}
+
+// holdingAhead is how long before its release testHolding's binding is
+// staged (--karmada-schedule-ahead).
+const holdingAhead = 8 * time.Second
+
+// isStaged says why binding b is not staged into member: scheduled there
+// by Karmada, its dispatching held, still labelled held.
+func isStaged(b *unstructured.Unstructured, member string) error {
+	sched, _, _ := unstructured.NestedBool(b.Object, hold.BindingSuspension...)
+	disp, _, _ := unstructured.NestedBool(b.Object, hold.BindingDispatching...)
+	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
+	var names []any
+	for _, c := range clusters {
+		if m, ok := c.(map[string]any); ok {
+			names = append(names, m["name"])
+		}
+	}
+	if sched || !disp || b.GetLabels()[hold.Label] != hold.Held || len(names) != 1 || names[0] != member {
+		return fmt.Errorf("not staged into %s: suspension %v, clusters %v, label %q", member, b.Object["spec"].(map[string]any)["suspension"], names, b.GetLabels()[hold.Label])
+	}
+	return nil
 }
 
 // waitLog waits until g's log has substring s.

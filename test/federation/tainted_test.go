@@ -20,14 +20,16 @@ import (
 
 // testReleaseTainted: the member a held Job was placed in is tainted
 // NoSchedule (a member cordoned, or NotReady: Karmada taints those the same
-// way) before its release. carbongate releases the binding at its time;
-// Karmada's scheduler then finds no cluster the narrowed placement allows
-// and leaves it unscheduled — the Job goes to no other member — until the
-// taint is gone, when the Job appears in the decided member.
+// way) before its release, and before it is staged. Karmada's scheduler
+// then finds no cluster the narrowed placement allows and leaves it
+// unscheduled when carbongate stages it and at its release — the Job goes
+// to no other member — until the taint is gone, when the Job appears in
+// the decided member. (A member tainted NoSchedule after the staging keeps
+// what Karmada scheduled there, as a node keeps its pods.)
 func testReleaseTainted(t *testing.T, f *Federation) {
 	const ns = "tainted"
 	createNamespace(t, f, ns)
-	g := startBindingGate(t, f, heldArgs(t, f)...)
+	g := startBindingGate(t, f, append(heldArgs(t, f), "--karmada-schedule-ahead", taintedAhead.String())...)
 	f.RegisterBindingWebhook(t, "carbongate-tainted", g.url+admission.Path, g.caPEM)
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
@@ -37,8 +39,8 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if time.Until(clk.wallOf(dec.ReleaseAt())) < time.Second {
-		t.Fatalf("released %v from now: too soon to taint its member first", time.Until(clk.wallOf(dec.ReleaseAt())))
+	if time.Until(clk.wallOf(dec.ReleaseAt())) < taintedAhead+time.Second {
+		t.Fatalf("released %v from now: too soon to taint its member before it is staged %v ahead", time.Until(clk.wallOf(dec.ReleaseAt())), taintedAhead)
 	}
 	taint(t, f, want.Name, `[{"key":"example.com/maintenance","effect":"NoSchedule"}]`)
 
@@ -76,6 +78,10 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 		t.Fatalf("Job tainted/tainted in %v, want in %s only", in, want.Name)
 	}
 }
+
+// taintedAhead is how long before its release testReleaseTainted's
+// binding is staged: after the taint.
+const taintedAhead = 2 * time.Second
 
 // taint sets Cluster name's spec.taints to taints (JSON; null: none).
 func taint(t *testing.T, f *Federation, name, taints string) {

@@ -40,7 +40,7 @@ const waveJobs = 200
 func testHoldingWave(t *testing.T, f *Federation) {
 	const ns = "wave"
 	createNamespace(t, f, ns)
-	g := startBindingGate(t, f, append(heldArgs(t, f), "--access-log=true")...)
+	g := startBindingGate(t, f, append(heldArgs(t, f), "--access-log=true", "--karmada-schedule-ahead", waveAhead.String())...)
 	f.RegisterBindingWebhook(t, "carbongate-wave", g.url+admission.Path, g.caPEM)
 	createPolicy(t, f, ns, "every-job", map[string]any{"apiVersion": "batch/v1", "kind": "Job"})
 	seen := watchJobs(t, f, ns)
@@ -96,10 +96,27 @@ func testHoldingWave(t *testing.T, f *Federation) {
 	sched := scheduledLags(bindings.Items, clk)
 	web := webhookDurations(t, g)
 	t.Logf("figures: release lag of %d held Jobs released at the same second (decided second → the Job in its member) p50 %.2f s, p99 %.2f s, max %.2f s; "+
-		"to the controller's release (its stamp, to %v) p50 %.2f s, p99 %.2f s; to Karmada's scheduling (its condition, to 1 s) p50 %.0f s, p99 %.0f s; binding webhook p50 %.1f ms, p99 %.1f ms over %d reviews",
+		"to the controller's release (its stamp, to %v) p50 %.2f s, p99 %.2f s; Karmada's scheduling (its condition, to 1 s; staged %v ahead: negative is before the release) p50 %.0f s, p99 %.0f s, %d of %d scheduled before their release; "+
+		"%v staged; binding webhook p50 %.1f ms, p99 %.1f ms over %d reviews",
 		len(lags), forecast.Quantile(lags, 0.5), forecast.Quantile(lags, 0.99), slices.Max(lags), time.Second/holdSpeed,
-		forecast.Quantile(ctl, 0.5), forecast.Quantile(ctl, 0.99), forecast.Quantile(sched, 0.5), forecast.Quantile(sched, 0.99),
+		forecast.Quantile(ctl, 0.5), forecast.Quantile(ctl, 0.99), waveAhead, forecast.Quantile(sched, 0.5), forecast.Quantile(sched, 0.99),
+		countBelow(sched, 0), len(sched), g.metric(t, `carbongate_controller_staged_total{kind="resourcebinding"}`),
 		forecast.Quantile(web, 0.5), forecast.Quantile(web, 0.99), len(web))
+}
+
+// waveAhead is how long before their release testHoldingWave's bindings
+// are staged: the chart's default, more than the whole hold here.
+const waveAhead = time.Minute
+
+// countBelow counts the values of vs below v.
+func countBelow(vs []float64, v float64) int {
+	n := 0
+	for _, x := range vs {
+		if x < v {
+			n++
+		}
+	}
+	return n
 }
 
 // controllerArgs are the flags of a carbongate whose controller releases
@@ -285,7 +302,8 @@ func webhookDurations(t *testing.T, g *bindingGate) []float64 {
 }
 
 // scheduledLags are the seconds from each binding's decided release to
-// Karmada's Scheduled condition on it (wall clock, to the second).
+// Karmada's Scheduled condition on it (wall clock, to the second;
+// negative: scheduled before, staged ahead).
 func scheduledLags(bindings []unstructured.Unstructured, clk replayClock) []float64 {
 	var out []float64
 	for _, b := range bindings {

@@ -271,6 +271,7 @@ admission:
 karmada:
   enabled: true
   kubeconfigSecret: {name: karmada-kubeconfig, key: config}
+  scheduleAhead: 45s
 `
 
 // rejectCase is a values combination the chart must refuse, with a part of
@@ -289,6 +290,7 @@ var rejectCases = []rejectCase{
 	{"misspelled key", "gateway: {replica: 3}", "replica"},
 	{"unknown admission mode", "admission: {mode: kyverno}", "/admission/mode"},
 	{"unknown hold mode", "controller: {enabled: true, holdMode: dry-run}", "/controller/holdMode"},
+	{"Karmada schedule-ahead not a duration", "karmada: {scheduleAhead: soon}", "/karmada/scheduleAhead"},
 	{"grace period not above drain + shutdown", "gateway: {drainDelaySeconds: 20, shutdownTimeoutSeconds: 10, terminationGracePeriodSeconds: 30}",
 		"terminationGracePeriodSeconds (30) must exceed"},
 	{"registry without its Secret", "registry: {enabled: true}", "registry.uriSecret.name"},

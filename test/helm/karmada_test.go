@@ -36,6 +36,7 @@ type karmadaSettings struct {
 	Enabled          bool   `json:"enabled"`
 	Side             string `json:"side"`
 	HostNamespace    string `json:"hostNamespace"`
+	ScheduleAhead    string `json:"scheduleAhead"`
 	KubeconfigSecret struct {
 		Name string `json:"name"`
 		Key  string `json:"key"`
@@ -159,6 +160,9 @@ func checkKarmadaHost(t *testing.T, c chartCase, d *appsv1.Deployment, ctr *core
 	}
 	if !found {
 		t.Errorf("gateway: --karmada-kubeconfig=%s is not key %s of Secret %s mounted read-only", path, k.KubeconfigSecret.Key, k.KubeconfigSecret.Name)
+	}
+	if got := flags["karmada-schedule-ahead"]; got != k.ScheduleAhead {
+		t.Errorf("gateway: --karmada-schedule-ahead=%q, want karmada.scheduleAhead %q", got, k.ScheduleAhead)
 	}
 	if !mountedFile(spec, *ctr, flags["decision-key-file"]) {
 		t.Errorf("gateway: with Karmada, --decision-key-file=%q is not on a mounted Secret volume: replicas would sign with keys of their own", flags["decision-key-file"])

@@ -97,7 +97,7 @@ the member in the decided grid zone:
 
   kubectl apply -f %s
   kubectl apply -f deploy/local/karmada-job.yaml
-  kubectl get resourcebinding -n batch -o custom-columns='NAME:.metadata.name,CLUSTER:.metadata.annotations.carbongate\.io/scheduling-cluster,START:.metadata.annotations.carbongate\.io/scheduling-time,SUSPENDED:.spec.suspension.scheduling'
+  kubectl get resourcebinding -n batch -o custom-columns='NAME:.metadata.name,CLUSTER:.metadata.annotations.carbongate\.io/scheduling-cluster,START:.metadata.annotations.carbongate\.io/scheduling-time,HOLD:.metadata.labels.carbongate\.io/hold,SCHEDULING-HELD:.spec.suspension.scheduling,DISPATCH-HELD:.spec.suspension.dispatching'
   for m in %s; do kubectl --kubeconfig "$m" get jobs -n batch; done
 
 Stop everything with Ctrl-C (nothing is left running, its files are removed).
