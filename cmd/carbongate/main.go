@@ -89,6 +89,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DataDir, "data", m.DataDir, "carbon-intensity data directory (<zone>.csv files or <zone>/ folders); default: the bundled data")
 	fs.StringVar(&m.Clock, "clock", m.Clock, "clock: system or replay")
 	replay := fs.String("replay-start", m.ReplayStart.Format(time.RFC3339), "replay clock start (RFC 3339)")
+	anchor := fs.String("replay-anchor", "", "with --clock replay, the wall-clock instant (RFC 3339) at which the replay reads --replay-start; default: when the process starts. Replicas given the same anchor tell the same time under --replay-speed")
 	fs.DurationVar(&m.Step, "step", m.Step, "default spacing of candidate start times (at least 1m)")
 	fs.DurationVar(&m.Horizon, "horizon", m.Horizon, "forecast horizon (whole hours)")
 	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "on SIGTERM, how long /readyz fails before the server shuts down")
@@ -132,6 +133,16 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--replay-start %q is not an RFC 3339 time", *replay)
 	}
 	m.ReplayStart = t.UTC()
+	if *anchor != "" {
+		a, err := time.Parse(time.RFC3339Nano, *anchor)
+		if err != nil {
+			return fmt.Errorf("--replay-anchor %q is not an RFC 3339 time", *anchor)
+		}
+		m.ReplayAnchor = a.UTC()
+		if m.Clock != clock.ModeReplay {
+			return fmt.Errorf("--replay-anchor needs --clock replay")
+		}
+	}
 	if err := m.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level %q: %w", *level, err)
 	}

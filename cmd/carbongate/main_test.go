@@ -182,6 +182,10 @@ func TestParseFlags(t *testing.T) {
 		{"negative route refresh", []string{"--route-refresh", "-1s"}, false},
 		{"hold mode shadow", []string{"--controller", "--hold-mode", "shadow"}, true},
 		{"bad hold mode", []string{"--controller", "--hold-mode", "dry-run"}, false},
+		{"replay anchor", []string{"--replay-anchor", "2030-01-01T12:00:00.5Z", "--replay-speed", "5"}, true},
+		{"bad replay anchor", []string{"--replay-anchor", "noon"}, false},
+		{"replay anchor on the system clock", []string{"--clock", "system", "--replay-anchor", "2030-01-01T12:00:00Z"}, false},
+		{"negative schedule-ahead", []string{"--controller", "--karmada-schedule-ahead", "-1s"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

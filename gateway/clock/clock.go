@@ -57,6 +57,28 @@ func NewReplay(start time.Time, wall func() time.Time) (*Replay, error) {
 	return &Replay{start: start.UTC(), wall0: wall(), wall: wall, speed: 1}, nil
 }
 
+// NewReplayAnchored returns a replay clock at speed that read start at the
+// wall instant anchor (Now = start + speed × (wall() − anchor)): processes
+// given the same start, anchor and speed tell the same time, wherever and
+// whenever each started (replicas of a demo or a test under a fast
+// replay). wall nil means time.Now; anchor, read from outside the process,
+// has no monotonic reading, so a jump of the system clock moves this
+// replay too. speed must be in [1, MaxSpeed].
+func NewReplayAnchored(start, anchor time.Time, speed float64, wall func() time.Time) (*Replay, error) {
+	r, err := NewReplay(start, wall)
+	if err != nil {
+		return nil, err
+	}
+	if anchor.IsZero() {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "replay_anchor", "replay anchor must be set")
+	}
+	if !(speed >= 1 && speed <= MaxSpeed) {
+		return nil, forecast.FieldErrorf(forecast.EINVALID, "replay_speed", "replay speed must be between 1 and %d, got %v", MaxSpeed, speed)
+	}
+	r.wall0, r.speed = anchor.Round(0), speed
+	return r, nil
+}
+
 // MaxSpeed bounds a replay's speed factor: a day in a second.
 const MaxSpeed = 86400
 

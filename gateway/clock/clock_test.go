@@ -97,6 +97,37 @@ func TestReplayWithSpeed(t *testing.T) {
 	}
 }
 
+// TestReplayAnchored: two clocks of the same start, anchor and speed made
+// at different wall instants tell the same time, anchor + d reads start +
+// speed × d; bad speeds and a missing anchor are refused.
+func TestReplayAnchored(t *testing.T) {
+	t.Parallel()
+	anchor := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	start := time.Date(2021, 6, 2, 21, 57, 30, 0, time.UTC)
+	now := anchor.Add(3 * time.Second)
+	wall := func() time.Time { return now }
+	a, err := NewReplayAnchored(start, anchor, 5, wall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(7 * time.Second)
+	b, err := NewReplayAnchored(start, anchor, 5, wall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := start.Add(50 * time.Second); !a.Now().Equal(want) || !b.Now().Equal(want) {
+		t.Fatalf("10 s after the anchor at 5x: %v and %v, want %v", a.Now(), b.Now(), want)
+	}
+	for _, bad := range []struct {
+		anchor time.Time
+		speed  float64
+	}{{time.Time{}, 1}, {anchor, 0}, {anchor, MaxSpeed + 1}} {
+		if _, err := NewReplayAnchored(start, bad.anchor, bad.speed, wall); err == nil {
+			t.Errorf("anchor %v speed %v: no error", bad.anchor, bad.speed)
+		}
+	}
+}
+
 // TestAt: a wall timestamp (an API server's) read in a replay clock at
 // speed, and unchanged in the system clock.
 func TestAt(t *testing.T) {

@@ -55,10 +55,14 @@ import (
 // Params is everything a caller chooses about a carbongate: the listener,
 // the data and clock, the gateway's Options, and each optional part.
 type Params struct {
-	Addr            string
-	DataDir         string // "": the bundled data
-	Clock           string
-	ReplayStart     time.Time
+	Addr        string
+	DataDir     string // "": the bundled data
+	Clock       string
+	ReplayStart time.Time
+	// ReplayAnchor, when set, is the wall instant at which the replay
+	// clock reads ReplayStart (--replay-anchor), instead of the process's
+	// start: replicas given the same flags tell the same time.
+	ReplayAnchor    time.Time
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	AccessLog       bool
@@ -158,6 +162,9 @@ func (p *Params) Check() error {
 	}
 	if p.ReplaySpeed != 1 && p.Clock != clock.ModeReplay {
 		return fmt.Errorf("--replay-speed needs --clock replay")
+	}
+	if !p.ReplayAnchor.IsZero() && p.Clock != clock.ModeReplay {
+		return fmt.Errorf("--replay-anchor needs --clock replay")
 	}
 	if err := p.ZoneCap.Validate(); err != nil {
 		return fmt.Errorf("--zone-cap-*: %s", forecast.ErrorMessage(err))
@@ -367,8 +374,20 @@ func (m *Runtime) vendor() wiring.VendorForecaster {
 	return m.store.forecaster
 }
 
-// clock returns the clock of --clock, --replay-start and --replay-speed.
+// clock returns the clock of --clock, --replay-start, --replay-anchor and
+// --replay-speed.
 func (m *Runtime) clock() (clock.Clock, error) {
+	if !m.ReplayAnchor.IsZero() {
+		speed := m.ReplaySpeed
+		if speed == 0 {
+			speed = 1
+		}
+		r, err := clock.NewReplayAnchored(m.ReplayStart, m.ReplayAnchor, speed, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--replay-anchor: %s", forecast.ErrorMessage(err))
+		}
+		return r, nil
+	}
 	clk, err := clock.Parse(m.Clock, m.ReplayStart)
 	if err != nil || m.ReplaySpeed == 0 || m.ReplaySpeed == 1 {
 		return clk, err

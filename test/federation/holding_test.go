@@ -40,10 +40,11 @@ const (
 	minLead      = 8 * time.Second
 )
 
-// heldArgs are controllerArgs on the holding tests' clock.
+// heldArgs are controllerArgs on the holding tests' clock, anchored now:
+// every replica started with them tells the same time.
 func heldArgs(t *testing.T, f *Federation) []string {
 	t.Helper()
-	return append(controllerArgs(t, f, holdSpeed), "--replay-start", holdStart)
+	return append(controllerArgs(t, f, holdSpeed), "--replay-start", holdStart, "--replay-anchor", time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 // decideHeld asks g for the holding tests' decision (a run of an hour by
