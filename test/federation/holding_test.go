@@ -40,11 +40,12 @@ const (
 	minLead      = 8 * time.Second
 )
 
-// heldArgs are controllerArgs on the holding tests' clock, anchored now:
+// heldArgs are controllerArgs on the holding tests' clock from start
+// (holdStart, or earlier for more time before the release), anchored now:
 // every replica started with them tells the same time.
-func heldArgs(t *testing.T, f *Federation) []string {
+func heldArgs(t *testing.T, f *Federation, start string) []string {
 	t.Helper()
-	return append(controllerArgs(t, f, holdSpeed), "--replay-start", holdStart, "--replay-anchor", time.Now().UTC().Format(time.RFC3339Nano))
+	return append(controllerArgs(t, f, holdSpeed), "--replay-start", start, "--replay-anchor", time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 // decideHeld asks g for the holding tests' decision (a run of an hour by
@@ -76,7 +77,7 @@ func decideHeld(t *testing.T, g *bindingGate, f *Federation) (api.Schedule, repl
 func testHolding(t *testing.T, f *Federation) {
 	const ns = "held"
 	createNamespace(t, f, ns)
-	args := append(heldArgs(t, f), "--karmada-schedule-ahead", holdingAhead.String())
+	args := append(heldArgs(t, f, holdStart), "--karmada-schedule-ahead", holdingAhead.String())
 	leader := startBindingGate(t, f, args...)
 	waitLog(t, leader, "elected leader")
 	g := startBindingGate(t, f, args...)
