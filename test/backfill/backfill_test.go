@@ -338,7 +338,7 @@ func restartMidWrite(t *testing.T, be backend) {
 	// Right after the restart, and while the backfill retries and goes on:
 	// never a partial batch.
 	for range 10 {
-		be.consistent(t, count(t, url), 96)
+		be.consistentWhileWriting(t, url)
 		if r.exited() {
 			break
 		}
