@@ -150,3 +150,56 @@ func TestWebhookMatchesDeploy(t *testing.T) {
 		t.Errorf("the chart's webhook differs from deploy/webhook's:\n--- chart\n%s--- deploy/webhook\n%s", gy, wy)
 	}
 }
+
+// TestOPAClientCA checks that admission.clientCA makes OPA refuse every
+// client without a certificate of that CA (--authentication=tls with the
+// Secret's key as --tls-ca-cert-file), and that OPA authenticates no one
+// without it.
+func TestOPAClientCA(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, values string
+		secret, key  string
+	}{
+		{name: "none", values: "admission: {mode: opa, tls: {secretName: opa-tls}}"},
+		{name: "client CA", values: "admission: {mode: opa, tls: {secretName: opa-tls}, clientCA: {secretName: apiserver-ca, key: cas.pem}}",
+			secret: "apiserver-ca", key: "cas.pem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := decodeAll(t, render(t, "carbongate", "policy", tc.values)).deployment("admission-opa")
+			if d == nil {
+				t.Fatal("no OPA Deployment")
+			}
+			spec := d.Spec.Template.Spec
+			ctr := container(t, &spec, "opa")
+			f := flagValues(ctr.Args)
+			if tc.secret == "" {
+				if a, ok := f["authentication"]; ok {
+					t.Fatalf("--authentication=%s without admission.clientCA", a)
+				}
+				return
+			}
+			if f["authentication"] != "tls" {
+				t.Fatalf("--authentication=%q, want tls", f["authentication"])
+			}
+			dir, file := path.Split(f["tls-ca-cert-file"])
+			var volume string
+			for _, m := range ctr.VolumeMounts {
+				if m.MountPath == strings.TrimSuffix(dir, "/") {
+					volume = m.Name
+				}
+			}
+			for _, v := range spec.Volumes {
+				if v.Name != volume || v.Secret == nil {
+					continue
+				}
+				if v.Secret.SecretName != tc.secret || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != tc.key || v.Secret.Items[0].Path != file {
+					t.Fatalf("--tls-ca-cert-file=%s is on Secret volume %+v, want key %s of Secret %s", f["tls-ca-cert-file"], v.Secret, tc.key, tc.secret)
+				}
+				return
+			}
+			t.Fatalf("--tls-ca-cert-file=%s is on no Secret volume", f["tls-ca-cert-file"])
+		})
+	}
+}

@@ -89,6 +89,7 @@ admission:
   mode: opa
   failurePolicy: Ignore
   tls: {secretName: opa-tls, caBundle: ` + testCA + `}
+  clientCA: {secretName: apiserver-client-ca, key: cas.pem}
   opa: {bundle: {source: url, url: "https://bundles.example.com", resource: carbongate/bundle.tar.gz}}
 `,
 		kinds: map[string]int{"ServiceAccount": 1, "Service": 2, "Deployment": 2, "PodDisruptionBudget": 2,

@@ -158,6 +158,10 @@ func checkWebhookBackend(t *testing.T, id string, o *Objects, w admissionregistr
 		if !mountedFile(spec, *ctr, f["tls-cert-file"]) || !mountedFile(spec, *ctr, f["tls-private-key-file"]) {
 			t.Errorf("%s: OPA's TLS files %q %q are not on a mounted Secret", id, f["tls-cert-file"], f["tls-private-key-file"])
 		}
+		// A client CA is used only with TLS authentication, and the reverse.
+		if a, ca := f["authentication"], f["tls-ca-cert-file"]; (a == "tls") != (ca != "") || (a != "" && a != "tls") || (ca != "" && !mountedFile(spec, *ctr, ca)) {
+			t.Errorf("%s: OPA's --authentication=%q with --tls-ca-cert-file=%q (want tls with a CA on a mounted Secret, or neither)", id, a, ca)
+		}
 		// With a certificate, OPA serves an address without a scheme over
 		// HTTPS: the diagnostic address the HTTP probes use needs http://.
 		if d := f["diagnostic-addr"]; d != "" && !strings.HasPrefix(d, "http://") {
