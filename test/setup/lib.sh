@@ -40,10 +40,11 @@ go_install() {
 }
 
 # tools_module_version DIR MODULE prints the version of MODULE that the
-# tools module in DIR requires, failing the script when it requires none.
+# tools module in DIR requires (in a require block or on a require line of
+# its own), failing the script when it requires none.
 tools_module_version() {
   local v
-  v="$(awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$1/go.mod")"
+  v="$(awk -v m="$2" '$1 == "require" { $0 = substr($0, index($0, $2)) } $1 == m && $2 ~ /^v/ { print $2; exit }' "$1/go.mod")"
   [ -n "$v" ] || { echo "${0##*/}: no $2 in $1/go.mod" >&2; exit 1; }
   echo "$v"
 }
