@@ -100,8 +100,10 @@ func runGuardedJob(t *testing.T, c *Cluster, image string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The annotation holds whole seconds: a release at the guard reads as
+	// the guard's second.
 	at, _ := time.Parse(time.RFC3339, j.Annotations[hold.AnnotationReleasedAt])
-	if r := j.Annotations[hold.AnnotationReleaseReason]; r != hold.ReasonGuard || at.Before(d.ReleaseBy) || !at.Before(d.Start) {
+	if r := j.Annotations[hold.AnnotationReleaseReason]; r != hold.ReasonGuard || at.Before(d.ReleaseBy.Truncate(time.Second)) || !at.Before(d.Start) {
 		t.Errorf("released at %v (%s), want at the guard %v (%s), long before the decided start %v", at, r, d.ReleaseBy, hold.ReasonGuard, d.Start)
 	}
 }
