@@ -149,7 +149,7 @@ fmt-check:
 # the OpenTelemetry Collector the tracing test exports to from
 # test/setup/otelcol/, Karmada's API server, controllers and webhook (the
 # federation tests) from test/setup/karmada/, KServe's controller from
-# test/setup/kserve/.
+# test/setup/kserve/, the real cluster's CoreDNS from test/setup/coredns/.
 # CrateDB is unpacked once from ../shared/peers/cratedb/ beside the clone
 # (test/setup/cratedb.sh); each test binary runs its own server as well.
 # test/gotest runs every package `go list -tags interop ./...` names, in this
@@ -170,6 +170,7 @@ test: fmt-check vet lint fuzz
 	CARBONGATE_PODMAN=$$(test/setup/podman.sh) && \
 	KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && \
 	CARBONGATE_NODE_DIR=$$(test/setup/node.sh) && \
+	CARBONGATE_COREDNS=$$(test/setup/coredns.sh) && \
 	CARBONGATE_KARMADA_DIR=$$(test/setup/karmada.sh) && \
 	CARBONGATE_KSERVE_DIR=$$(test/setup/kserve.sh) && \
 	CARBONGATE_OTELCOL=$$(test/setup/otelcol.sh) && \
@@ -179,7 +180,7 @@ test: fmt-check vet lint fuzz
 	CARBONGATE_VENV_MLFLOW_CRATEDB=$$(test/setup/venv.sh test/python/requirements-mlflow-cratedb.txt) && \
 	CARBONGATE_VENV_SCHEMATHESIS=$$(test/setup/venv.sh test/python/requirements-schemathesis.txt) && \
 	CARBONGATE_VENV_NOTEBOOKS=$$(test/setup/venv.sh test/python/requirements-notebooks.txt) && \
-	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_REGIONDATA CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_NODE_DIR CARBONGATE_KARMADA_DIR CARBONGATE_KSERVE_DIR CARBONGATE_OTELCOL CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
+	export CARBONGATE_PG_BIN CARBONGATE_CRATEDB_HOME CARBONGATE_OPA HELM CARBONGATE_PROMTOOL CARBONGATE_CCF CARBONGATE_REGIONDATA CARBONGATE_PODMAN KUBEBUILDER_ASSETS CARBONGATE_NODE_DIR CARBONGATE_COREDNS CARBONGATE_KARMADA_DIR CARBONGATE_KSERVE_DIR CARBONGATE_OTELCOL CARBONGATE_VENV_KSERVE CARBONGATE_VENV_MLSERVER CARBONGATE_VENV_MLFLOW CARBONGATE_VENV_MLFLOW_CRATEDB CARBONGATE_VENV_SCHEMATHESIS CARBONGATE_VENV_NOTEBOOKS && \
 	mkdir -p $(CACHE) && \
 	$(GO) run ./test/gotest -go $(GO) -tags interop -timeout 25m -nested $(subst $(space),$(comma),$(NESTED)) \
 		-alone github.com/carbongate/carbongate/test/abuse -json-out $(CACHE)/test-events.json

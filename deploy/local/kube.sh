@@ -7,7 +7,8 @@
 #   up    as root: the real cluster the tests run (test/cluster, started
 #         by its command kubeup, which stays running in the background
 #         and holds the cluster up): etcd, kube-apiserver,
-#         kube-controller-manager, kube-scheduler and kube-proxy; two real
+#         kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
+#         (the pods' DNS, behind the kube-dns Service); two real
 #         nodes (a kubelet with its own containerd each) in westeurope and
 #         swedencentral and a kwok node in polandcentral; the project's
 #         images (make images) loaded on the nodes; the Helm chart
@@ -429,7 +430,7 @@ CRD
 # cluster_up starts kubeup (test/cluster's set-up) in the background and
 # waits until it says the cluster is up; kubeup holds it up until down.
 cluster_up() {
-  local t0=$SECONDS bin node i
+  local t0=$SECONDS bin node coredns i
   [ -n "${KUBE_BIN:-}" ] && [ -x "$KUBE_BIN/kubeup" ] || die "no kubeup in KUBE_BIN (run it through make kube-up)"
   bin="$(cd "$KUBE_BIN" && pwd)"
   mode=cluster
@@ -440,8 +441,10 @@ cluster_up() {
   # The nodes' binaries, built and cached by test/setup/node.sh.
   node="${CARBONGATE_NODE_DIR:-$("$root/test/setup/node.sh")}"
   echo "$node" >"$state/node-dir"
-  log "setting up the real cluster: images, control plane, nodes, chart (log: $state/kubeup.log)"
-  (cd "$root" && KUBEBUILDER_ASSETS="${KUBE_ASSETS:-}" CARBONGATE_NODE_DIR="$node" \
+  # The cluster's DNS server, built and cached by test/setup/coredns.sh.
+  coredns="${CARBONGATE_COREDNS:-$("$root/test/setup/coredns.sh")}"
+  log "setting up the real cluster: images, control plane, DNS, nodes, chart (log: $state/kubeup.log)"
+  (cd "$root" && KUBEBUILDER_ASSETS="${KUBE_ASSETS:-}" CARBONGATE_NODE_DIR="$node" CARBONGATE_COREDNS="$coredns" \
     start kubeup "$bin/kubeup" up -state "$state" -replay-speed "${REPLAY_SPEED:-360}")
   for ((i = 0; i < 18000; i++)); do # 30 minutes: a cold image build
     [ ! -f "$state/up" ] || break

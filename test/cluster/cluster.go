@@ -2,11 +2,13 @@
 // etcd, kube-apiserver, kube-controller-manager and kube-scheduler; real
 // nodes (a kubelet with its own containerd, cgroup root, CNI bridge and
 // subnet each, one region each); kwok's fake nodes for further regions;
-// kube-proxy for Services. Everything it changes on the host is named so
-// that Teardown finds it again, and Start runs Teardown first to clean up
-// after a killed run. It needs root, Linux with cgroup v1, and the binaries
-// of test/setup/kube.sh (KUBEBUILDER_ASSETS) and test/setup/node.sh
-// (CARBONGATE_NODE_DIR); when the variables are unset it runs the scripts.
+// kube-proxy for Services; CoreDNS behind the kube-dns Service for the
+// pods' DNS. Everything it changes on the host is named so that Teardown
+// finds it again, and Start runs Teardown first to clean up after a killed
+// run. It needs root, Linux with cgroup v1, and the binaries of
+// test/setup/kube.sh (KUBEBUILDER_ASSETS), test/setup/node.sh
+// (CARBONGATE_NODE_DIR) and test/setup/coredns.sh (CARBONGATE_COREDNS);
+// when the variables are unset it runs the scripts.
 package cluster
 
 import (
@@ -58,6 +60,7 @@ type Cluster struct {
 	tb      testing.TB
 	bin     string // kubelet, kubectl, containerd, … (test/setup/node.sh)
 	control string // kube-apiserver and etcd (test/setup/kube.sh)
+	coredns string // test/setup/coredns.sh
 	pki     *services.PKI
 	logf    func(string, ...any)
 }
@@ -73,6 +76,7 @@ func Start(tb testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{tb: tb, logf: tb.Logf}
 	c.control, c.bin = binaries(tb)
+	c.coredns = services.Tool(tb, "CARBONGATE_COREDNS", "coredns.sh")
 	release, err := lockHost(20 * time.Minute)
 	if err != nil {
 		tb.Fatalf("cluster: %v", err)
@@ -98,8 +102,17 @@ func Start(tb testing.TB, opts Options) *Cluster {
 	if err := addBridge(nodeBridge, nodeAddrs(len(opts.Regions))...); err != nil {
 		tb.Fatalf("cluster: node bridge: %v", err)
 	}
+	// ClusterIPs are routed onto the node bridge (the route goes with it):
+	// one kube-proxy has not programmed yet is unreachable, as in a real
+	// cluster, instead of going out the default route to whatever answers
+	// there (this host's egress answers HTTP on any address, and a client
+	// keeps that connection).
+	if _, err := run("ip", "route", "add", serviceCIDR, "dev", nodeBridge); err != nil {
+		tb.Fatalf("cluster: route for the Services: %v", err)
+	}
 	c.startControlPlane()
-	c.logf("cluster: control plane ready %v after start", time.Since(begin).Round(time.Millisecond))
+	c.startDNS()
+	c.logf("cluster: control plane and DNS ready %v after start", time.Since(begin).Round(time.Millisecond))
 	pause := filepath.Join(c.bin, "pause.oci.tar")
 	c.PauseImage = strings.TrimSpace(c.readFile(filepath.Join(c.bin, "pause.image")))
 	for i, region := range opts.Regions {
@@ -110,6 +123,7 @@ func Start(tb testing.TB, opts Options) *Cluster {
 		c.KwokNodes = c.startKwok(opts.KwokRegions)
 	}
 	c.waitReady()
+	c.waitDNS()
 	tb.Cleanup(c.drain) // runs first: workloads go while the kubelets still run
 	c.logf("cluster: %d real and %d kwok nodes Ready, set-up %v", len(c.Nodes), len(c.KwokNodes), time.Since(begin).Round(time.Millisecond))
 	return c

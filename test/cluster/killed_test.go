@@ -22,7 +22,7 @@ const killedChild = "CARBONGATE_CLUSTER_KILLED_CHILD"
 
 // TestKilledRun kills (SIGKILL) a test binary whose cluster runs a pod on
 // a real node, then checks that the next start's teardown leaves the host
-// as it was before: no process, mount, bridge, veth, cgroup or iptables
+// as it was before: no process, mount, bridge, veth, route, cgroup or iptables
 // rule of the cluster, the sysctls the kubelet changed back to their
 // values, the state directory gone.
 func TestKilledRun(t *testing.T) {
@@ -80,7 +80,7 @@ func cleanSnapshot(t *testing.T) map[string]string {
 
 // hostSnapshot is what a cluster run must leave as it found: its
 // processes, mounts, cgroups and state directory (none), the links, the
-// iptables rules and the sysctls.
+// routes, the iptables rules and the sysctls.
 func hostSnapshot(t *testing.T) map[string]string {
 	t.Helper()
 	s := map[string]string{}
@@ -108,6 +108,13 @@ func hostSnapshot(t *testing.T) map[string]string {
 	}
 	slices.Sort(names)
 	s["links"] = strings.Join(names, " ")
+	for _, family := range []string{"-4", "-6"} {
+		routes, err := run("ip", family, "route", "show")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s["routes "+family] = routes
+	}
 	for _, ipt := range []string{"iptables", "ip6tables"} {
 		for _, table := range []string{"filter", "nat", "mangle"} {
 			out, err := run(ipt, "-w", "-t", table, "-S")

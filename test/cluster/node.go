@@ -142,8 +142,8 @@ func cniConfig(name, bridge, subnet, ipamDir string) string {
 }
 
 // kubeletConfig is node name's KubeletConfiguration: cgroupfs under its
-// own root, its own ports, logs and plugin directories; it leaves iptables
-// to kube-proxy.
+// own root, its own ports, logs and plugin directories; the pods' DNS is
+// the kube-dns Service (dns.go); it leaves iptables to kube-proxy.
 func kubeletConfig(name string, i int, dir, sock, ca string, port, healthz int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -165,7 +165,8 @@ containerRuntimeEndpoint: unix://%s
 failSwapOn: false
 failCgroupV1: false
 makeIPTablesUtilChains: false
-clusterDomain: cluster.local
+clusterDomain: %s
+clusterDNS: [%s]
 resolvConf: /etc/resolv.conf
 podLogsDir: %s/pod-logs
 volumePluginDir: %s/volume-plugins
@@ -174,5 +175,5 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 110
-`, nodeIP(i), port, healthz, ca, name, sock, dir, dir)
+`, nodeIP(i), port, healthz, ca, name, sock, dnsDomain, dnsServiceIP, dir, dir)
 }
