@@ -64,30 +64,38 @@ controller: {enabled: true, clusterProvider: azure}
 `, replaySpeed, base64.StdEncoding.EncodeToString(serving.CA.PEM))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	r := &ChartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
-		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
-		env:   services.HelmEnv(home)}
+	r := newRelease(t, c, chartNS, values)
 	r.run(t, ctx, "install", "carbongate", r.chart, "-f", values, "--wait", "--timeout", "5m")
 	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(r.ready(t, ctx), ", "), time.Since(start).Round(100*time.Millisecond))
 	return r
 }
 
-// ChartRelease is the chart installed as release carbongate in chartNS.
+// ChartRelease is the chart installed as release carbongate in namespace
+// ns (chartNS for InstallChart).
 type ChartRelease struct {
 	c                   *Cluster
 	helm, chart, values string
 	env                 []string
+	ns                  string
 }
 
-// run runs helm with args in chartNS and fails t, showing the
-// namespace's pods and events, when it fails.
+// newRelease is release carbongate of deploy/helm/carbongate in namespace
+// ns with the values file values, helm's own files in a temp dir.
+func newRelease(t testing.TB, c *Cluster, ns, values string) *ChartRelease {
+	t.Helper()
+	return &ChartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
+		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
+		env:   services.HelmEnv(t.TempDir()), ns: ns}
+}
+
+// run runs helm with args in the release's namespace and fails t, showing
+// the namespace's pods and events, when it fails.
 func (r *ChartRelease) run(t testing.TB, ctx context.Context, args ...string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, r.helm, append(args, "-n", chartNS, "--kubeconfig", r.c.Kubeconfig)...)
+	cmd := exec.CommandContext(ctx, r.helm, append(args, "-n", r.ns, "--kubeconfig", r.c.Kubeconfig)...)
 	cmd.Env = r.env
 	if out, err := cmd.CombinedOutput(); err != nil {
-		pods, _ := r.c.Kubectl(ctx, "get", "pods,events", "-n", chartNS, "-o", "wide")
+		pods, _ := r.c.Kubectl(ctx, "get", "pods,events", "-n", r.ns, "-o", "wide")
 		t.Fatalf("helm %s: %v\n%s\n%s", args[0], err, out, pods)
 	}
 }

@@ -33,7 +33,7 @@ const (
 	modelsPVC     = "models"
 	podMutator    = "carbongate-test-kserve-pods"
 	isvcPodLabel  = "serving.kserve.io/inferenceservice"
-	clusterDomain = "svc.cluster.local"
+	clusterDomain = "svc." + dnsDomain
 )
 
 var isvcResource = schema.GroupVersionResource{Group: "serving.kserve.io", Version: "v1beta1", Resource: "inferenceservices"}
@@ -46,8 +46,9 @@ var kserveZones = []string{"DE", "SE"}
 // carbonctl) writes for kserveZones: the models `carbonctl train` wrote sit on a hostPath
 // PersistentVolume bound to PVC models, KServe's pod webhook (registered by
 // URL) mounts its subpath <signal>/<ZONE> at /mnt/models, and the predictor
-// pods run carbonserve's image on the real nodes. carbongate, on the host
-// as a user allowed only to read InferenceServices, discovers them and
+// pods run carbonserve's image on the real nodes. carbongate, the chart's
+// pod in the same namespace with KServe discovery on, discovers them,
+// reaches them by their in-cluster names through the cluster's DNS and
 // forecasts each zone with its model (source zone).
 func testKServe(t *testing.T, c *Cluster, bin, serveImage string) {
 	start := time.Now()
@@ -72,9 +73,7 @@ func testKServe(t *testing.T, c *Cluster, bin, serveImage string) {
 	// from, not how fast; on a loaded 2-core host a first call to a cold
 	// predictor can take longer than the default 800 ms, and a zone that
 	// falls back keeps its fallback for the cache's retry interval (1 min).
-	gate, proc := startResolvingGate(t, c, bin, "--clock", "replay", "--replay-start", replayStart,
-		"--kserve-namespace", kserveNS, "--kubeconfig", discoveryKubeconfig(t, c), "--route-refresh", "500ms",
-		"--upstream-timeout", "5s")
+	gate := startClusterGate(t, c, "--route-refresh=500ms", "--upstream-timeout=5s")
 	var first []string // the answers before the zone's model, if any
 	for i, z := range kserveZones {
 		Eventually(t, 90*time.Second, z+" forecast by its predictor", func(ctx context.Context) error {
@@ -96,10 +95,11 @@ func testKServe(t *testing.T, c *Cluster, bin, serveImage string) {
 		if err != nil || n == 0 {
 			t.Errorf("%s's predictor counted %v infer calls (%v), want some", names[i], n, err)
 		}
+		t.Logf("%s forecast by %s at %s", z, names[i], inClusterURL(t, c, names[i]))
 	}
 	if took := time.Since(gateStart); took > 20*time.Second {
 		t.Logf("the zones were forecast by their pods only %v after carbongate started; first answers %q; its warnings:\n%s",
-			took.Round(time.Second), first, warnings(proc.Log()))
+			took.Round(time.Second), first, warnings(gateLog(c)))
 	}
 	t.Logf("figures: carbongate started -> %v forecast by their pods (source zone) in %v; the whole KServe test %v",
 		kserveZones, time.Since(gateStart).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
@@ -370,20 +370,4 @@ func dynamicClient(t *testing.T, c *Cluster) *dynamic.DynamicClient {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// discoveryKubeconfig makes user carbongate-discovery, allowed only to
-// read kserveNS's InferenceServices, and returns its kubeconfig.
-func discoveryKubeconfig(t *testing.T, c *Cluster) string {
-	t.Helper()
-	ctx := context.Background()
-	for _, args := range [][]string{
-		{"create", "role", "carbongate-discovery", "-n", kserveNS, "--verb=get,list,watch", "--resource=inferenceservices.serving.kserve.io"},
-		{"create", "rolebinding", "carbongate-discovery", "-n", kserveNS, "--role=carbongate-discovery", "--user=carbongate-discovery"},
-	} {
-		if out, err := c.Kubectl(ctx, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
-	return c.UserKubeconfig(t, "carbongate-discovery")
 }

@@ -10,67 +10,110 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/carbongate/carbongate/gateway/api"
+	"github.com/carbongate/carbongate/gateway/kserve"
 	"github.com/carbongate/carbongate/test/services"
 )
 
-// startResolvingGate starts bin's carbongate on the host with args, able
-// to resolve the in-cluster names of kserveNS's Services as pods do: this
-// cluster runs no DNS server, so the names and ClusterIPs the API server
-// holds go into a hosts file that is bind-mounted over /etc/hosts in a
-// mount namespace of carbongate's own (unshare; gone with the process,
-// nothing changes on the host). Its calls then go to the ClusterIPs,
-// through kube-proxy's rules, to the pods. It returns carbongate's URL
-// and process.
-func startResolvingGate(t *testing.T, c *Cluster, bin string, args ...string) (string, *services.Proc) {
+// startClusterGate installs the chart as a second release, carbongate in
+// kserveNS, with KServe discovery on (the chart's Role lets its service
+// account list and watch the namespace's InferenceServices), one replica
+// on a real node, the replay clock at replayStart and extraArgs added. It
+// waits until the pod is Ready and returns carbongate's URL through its
+// Service's ClusterIP, for the host; it uninstalls the release at
+// cleanup. The pod resolves every name through the cluster's DNS: the
+// predictors' in-cluster URLs KServe writes in their status, and the API
+// server's name, kubernetes.default.svc.cluster.local, which its
+// in-cluster client is given in place of the kubernetes Service's
+// ClusterIP (KUBERNETES_SERVICE_HOST; the container's own variable wins
+// over the kubelet's): discovery works only if both resolve.
+func startClusterGate(t *testing.T, c *Cluster, extraArgs ...string) string {
 	t.Helper()
-	unshare, err := exec.LookPath("unshare")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args, err := json.Marshal(extraArgs)
 	if err != nil {
-		t.Fatalf("unshare (util-linux): %v", err)
+		t.Fatal(err)
 	}
-	hosts := clusterHosts(t, c, kserveNS)
-	var base string
-	p := services.StartBinary(t, services.Binary{
-		Name: "carbongate", Path: unshare,
-		ArgsFor: func() []string {
-			port := services.FreePort(t)
-			base = fmt.Sprintf("http://127.0.0.1:%d", port)
-			return append([]string{"--mount", "--", "/bin/sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts,
-				filepath.Join(bin, "carbongate"), "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--drain-delay", "0s", "--access-log=false"}, args...)
-		},
-		Ready: func(ctx context.Context) error { return services.HTTPReady(base + "/readyz")(ctx) },
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, fmt.Appendf(nil, `image: {pullPolicy: Never}
+gateway:
+  replicas: 1
+  replayStart: %q
+  extraArgs: %s
+  extraEnv: [{name: KUBERNETES_SERVICE_HOST, value: %q}]
+kserve: {discovery: {enabled: true}}
+`, replayStart, args, dnsProbe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRelease(t, c, kserveNS, values)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if t.Failed() {
+			t.Logf("carbongate's log:\n%s", services.TailLines(gateLog(c), 40))
+		}
+		r.run(t, ctx, "uninstall", "carbongate", "--wait", "--timeout", "90s")
 	})
-	return base, p
+	start := time.Now()
+	// --skip-crds: the gateway needs no VmTemplate CRD; the chart's
+	// release in chartNS installs it later.
+	r.run(t, ctx, "install", "carbongate", r.chart, "-f", values, "--skip-crds", "--wait", "--timeout", "3m")
+	pods, err := c.Kube.CoreV1().Pods(kserveNS).List(ctx, metav1.ListOptions{LabelSelector: gatewayPods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		t.Logf("figures: helm install --wait, carbongate %s Ready on %s in %v", p.Name, p.Spec.NodeName, time.Since(start).Round(100*time.Millisecond))
+	}
+	base, err := serviceURL(ctx, c, "carbongate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base + ":8080"
 }
 
-// clusterHosts writes a hosts file naming each Service of ns by its
-// in-cluster name, <service>.<ns>.svc.cluster.local, and returns its path.
-func clusterHosts(t *testing.T, c *Cluster, ns string) string {
+// inClusterURL returns the URL of InferenceService name's predictor (its
+// status, where carbongate's discovery reads it) and fails t unless its
+// host is an in-cluster name, which only the cluster's DNS resolves.
+func inClusterURL(t *testing.T, c *Cluster, name string) string {
 	t.Helper()
-	svcs, err := c.Kube.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{})
+	u, err := dynamicClient(t, c).Resource(isvcResource).Namespace(kserveNS).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := []byte("127.0.0.1 localhost\n")
-	for _, s := range svcs.Items {
-		if s.Spec.ClusterIP != "" && s.Spec.ClusterIP != "None" {
-			b = fmt.Appendf(b, "%s %s.%s.%s\n", s.Spec.ClusterIP, s.Name, ns, clusterDomain)
-		}
-	}
-	p := filepath.Join(t.TempDir(), "hosts")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
+	var isvc kserve.InferenceService
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &isvc); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	pred := isvc.Status.Components[kserve.PredictorComponent]
+	p, err := url.Parse(pred.URL)
+	if err != nil || !strings.HasSuffix(p.Hostname(), "."+clusterDomain) {
+		t.Errorf("%s's predictor URL %q (%v), want a host in %s", name, pred.URL, err, clusterDomain)
+	}
+	return pred.URL
+}
+
+// gateLog returns the log of kserveNS's carbongate pods.
+func gateLog(c *Cluster) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := c.Kubectl(ctx, "logs", "-n", kserveNS, "-l", gatewayPods, "--tail=-1")
+	if err != nil {
+		return err.Error()
+	}
+	return out
 }
 
 // inferCalls reads carbonserve_infer_requests_total{model=name,status=ok}
@@ -95,7 +138,7 @@ func inferCalls(ctx context.Context, c *Cluster, svc, model string) (float64, er
 }
 
 // serviceURL returns http://<ClusterIP> of Service svc in kserveNS (port
-// 80, as KServe's predictor Services listen).
+// 80 when none is added, as KServe's predictor Services listen).
 func serviceURL(ctx context.Context, c *Cluster, svc string) (string, error) {
 	s, err := c.Kube.CoreV1().Services(kserveNS).Get(ctx, svc, metav1.GetOptions{})
 	if err != nil {
