@@ -31,22 +31,15 @@ func InstallChart(t testing.TB, c *Cluster, replaySpeed int) *ChartRelease {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	kubectl := func(args ...string) {
-		t.Helper()
-		if out, err := c.Kubectl(ctx, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
+	if out, err := c.Kubectl(ctx, "create", "namespace", chartNS); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	kubectl("create", "namespace", chartNS)
-	dir := t.TempDir()
-	serving := services.NewPKI(t, "carbongate-test-cluster-ca", filepath.Join(dir, "pki"))
-	svc := "carbongate." + chartNS + ".svc"
-	cert, key := serving.Issue(t, "webhook", svc, nil, nil, svc, svc+".cluster.local")
+	serving := webhookTLS(t, c, chartNS, "carbongate-webhook-tls", "carbongate")
 	clientCA := serving.Write(t, "client-ca.crt", c.WebhookCA.PEM)
-	kubectl("create", "secret", "tls", "carbongate-webhook-tls", "-n", chartNS, "--cert", cert, "--key", key)
-	kubectl("create", "secret", "generic", "carbongate-webhook-client-ca", "-n", chartNS, "--from-file=ca.crt="+clientCA)
-	values := filepath.Join(dir, "values.yaml")
-	if err := os.WriteFile(values, []byte(fmt.Sprintf(`image: {pullPolicy: Never}
+	if out, err := c.Kubectl(ctx, "create", "secret", "generic", "carbongate-webhook-client-ca", "-n", chartNS, "--from-file=ca.crt="+clientCA); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r := newChartRelease(t, c, chartNS, fmt.Sprintf(`image: {pullPolicy: Never}
 gateway:
   replicas: 2
   extraArgs:
@@ -61,35 +54,53 @@ admission:
   tls: {secretName: carbongate-webhook-tls, caBundle: %s}
   clientCA: {secretName: carbongate-webhook-client-ca}
 controller: {enabled: true, clusterProvider: azure}
-`, replaySpeed, base64.StdEncoding.EncodeToString(serving.CA.PEM))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := newRelease(t, c, chartNS, values)
-	r.run(t, ctx, "install", "carbongate", r.chart, "-f", values, "--wait", "--timeout", "5m")
+`, replaySpeed, base64.StdEncoding.EncodeToString(serving.CA.PEM)))
+	r.run(t, ctx, "install", "carbongate", r.chart, "-f", r.values, "--wait", "--timeout", "5m")
 	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(r.ready(t, ctx), ", "), time.Since(start).Round(100*time.Millisecond))
 	return r
 }
 
-// ChartRelease is the chart installed as release carbongate in namespace
-// ns (chartNS for InstallChart).
+// webhookTLS makes a CA and, from it, Secret secret (kubernetes.io/tls) in
+// namespace ns: a serving certificate for Service svc of ns. It returns
+// the PKI, whose CA is the webhook's caBundle.
+func webhookTLS(t testing.TB, c *Cluster, ns, secret, svc string) *services.PKI {
+	t.Helper()
+	serving := services.NewPKI(t, "carbongate-test-cluster-ca", filepath.Join(t.TempDir(), "pki"))
+	name := svc + "." + ns + ".svc"
+	cert, key := serving.Issue(t, "webhook", name, nil, nil, name, name+"."+dnsDomain)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := c.Kubectl(ctx, "create", "secret", "tls", secret, "-n", ns, "--cert", cert, "--key", key); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return serving
+}
+
+// newChartRelease writes values for the chart's release carbongate in
+// namespace ns.
+func newChartRelease(t testing.TB, c *Cluster, ns, values string) *ChartRelease {
+	t.Helper()
+	dir := t.TempDir()
+	r := &ChartRelease{c: c, ns: ns, helm: services.Tool(t, "HELM", "helm.sh"), values: filepath.Join(dir, "values.yaml"),
+		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
+		env:   services.HelmEnv(filepath.Join(dir, "helm"))}
+	if err := os.WriteFile(r.values, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// ChartRelease is the chart installed as release carbongate in a
+// namespace (chartNS for InstallChart).
 type ChartRelease struct {
 	c                   *Cluster
+	ns                  string
 	helm, chart, values string
 	env                 []string
-	ns                  string
 }
 
-// newRelease is release carbongate of deploy/helm/carbongate in namespace
-// ns with the values file values, helm's own files in a temp dir.
-func newRelease(t testing.TB, c *Cluster, ns, values string) *ChartRelease {
-	t.Helper()
-	return &ChartRelease{c: c, helm: services.Tool(t, "HELM", "helm.sh"), values: values,
-		chart: filepath.Join(services.RepoRoot(t), "deploy", "helm", "carbongate"),
-		env:   services.HelmEnv(t.TempDir()), ns: ns}
-}
-
-// run runs helm with args in the release's namespace and fails t, showing
-// the namespace's pods and events, when it fails.
+// run runs helm with args in r's namespace and fails t, showing the
+// namespace's pods and events, when it fails.
 func (r *ChartRelease) run(t testing.TB, ctx context.Context, args ...string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, r.helm, append(args, "-n", r.ns, "--kubeconfig", r.c.Kubeconfig)...)
@@ -104,7 +115,7 @@ func (r *ChartRelease) run(t testing.TB, ctx context.Context, args ...string) {
 // security context, and returns them as name@node.
 func (r *ChartRelease) ready(t testing.TB, ctx context.Context) []string {
 	t.Helper()
-	pods, err := r.c.Kube.CoreV1().Pods(chartNS).List(ctx, metav1.ListOptions{LabelSelector: gatewayPods})
+	pods, err := r.c.Kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: gatewayPods})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +135,9 @@ func (r *ChartRelease) ready(t testing.TB, ctx context.Context) []string {
 // gatewayPods selects the chart's carbongate pods.
 const gatewayPods = "app.kubernetes.io/instance=carbongate,app.kubernetes.io/name=carbongate"
 
-// checkShippedSecurity checks a carbongate pod runs as the chart says:
-// non-root, read-only root file system, no privilege escalation.
+// checkShippedSecurity checks a pod of the chart (carbongate's, OPA's)
+// runs as the chart says: non-root, read-only root file system, no
+// privilege escalation.
 func checkShippedSecurity(t testing.TB, p *corev1.Pod) {
 	t.Helper()
 	for _, ctr := range p.Spec.Containers {

@@ -11,8 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,18 +44,14 @@ func startClusterGate(t *testing.T, c *Cluster, extraArgs ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(values, fmt.Appendf(nil, `image: {pullPolicy: Never}
+	r := newChartRelease(t, c, kserveNS, fmt.Sprintf(`image: {pullPolicy: Never}
 gateway:
   replicas: 1
   replayStart: %q
   extraArgs: %s
   extraEnv: [{name: KUBERNETES_SERVICE_HOST, value: %q}]
 kserve: {discovery: {enabled: true}}
-`, replayStart, args, dnsProbe), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := newRelease(t, c, kserveNS, values)
+`, replayStart, args, dnsProbe))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -69,7 +63,7 @@ kserve: {discovery: {enabled: true}}
 	start := time.Now()
 	// --skip-crds: the gateway needs no VmTemplate CRD; the chart's
 	// release in chartNS installs it later.
-	r.run(t, ctx, "install", "carbongate", r.chart, "-f", values, "--skip-crds", "--wait", "--timeout", "3m")
+	r.run(t, ctx, "install", "carbongate", r.chart, "-f", r.values, "--skip-crds", "--wait", "--timeout", "3m")
 	pods, err := c.Kube.CoreV1().Pods(kserveNS).List(ctx, metav1.ListOptions{LabelSelector: gatewayPods})
 	if err != nil {
 		t.Fatal(err)

@@ -27,10 +27,14 @@ import (
 // are held with a decision, released at their time, placed by the
 // scheduler on a node of the decided region and run the project's
 // carbonctl image to Completed: one free, one pinned to the first real
-// node's region, one to the kwok node's.
+// node's region, one to the kwok node's. Beside the host's loop, the chart
+// runs in OPA mode (OPA's pods as the VmTemplate webhook, asking the
+// chart's carbongate pod).
 func TestCluster(t *testing.T) {
 	begin := time.Now()
 	archives, images := ProjectImages(t)
+	opa, _ := OPAImage(t)
+	archives = append(archives, opa)
 	built := buildBeside(t, "carbongate", "carbonctl")
 	c := Start(t, Options{Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral", notReadyRegion}, Images: archives})
 	up := time.Now()
@@ -49,6 +53,13 @@ func TestCluster(t *testing.T) {
 		t.Run("kserve", func(t *testing.T) {
 			t.Parallel()
 			testKServe(t, c, bin, images["carbonserve"])
+		})
+		// The chart in OPA mode, a release of its own: installed and
+		// uninstalled before the chart's release in carbongate mode,
+		// whose webhook would also take the VmTemplates.
+		t.Run("chart-opa", func(t *testing.T) {
+			t.Parallel()
+			testChartOPA(t, c)
 		})
 	})
 	g.Kill()
