@@ -5,6 +5,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -560,9 +561,17 @@ func (e *ctlEnv) testFailover(t *testing.T, g *gate) {
 		return e.c.kube.BatchV1().Jobs(ns).Get(ctx, "handover", metav1.GetOptions{})
 	})
 	checkOnTime(t, a, hold.ReasonScheduled)
-	evs, err := e.c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=handover,reason=Released"})
-	if err != nil || len(evs.Items) != 1 || evs.Items[0].Count > 1 {
-		t.Errorf("Released events %+v (%v), want exactly one", evs, err)
+	// Events are written after the release, asynchronously: wait for one.
+	var evs *corev1.EventList
+	eventually(t, 20*time.Second, "the Released event", func() (err error) {
+		evs, err = e.c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=handover,reason=Released"})
+		if err == nil && len(evs.Items) == 0 {
+			err = errors.New("none yet")
+		}
+		return err
+	})
+	if len(evs.Items) != 1 || evs.Items[0].Count > 1 {
+		t.Errorf("Released events %+v, want exactly one", evs.Items)
 	}
 	if strings.Contains(g.Log(), `"name":"handover"`) && strings.Contains(g.Log(), `"msg":"released","kind":"job","namespace":"failover"`) {
 		t.Errorf("the killed leader released the job too")
