@@ -34,11 +34,7 @@ func InstallChart(t testing.TB, c *Cluster, replaySpeed int) *ChartRelease {
 	if out, err := c.Kubectl(ctx, "create", "namespace", chartNS); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	serving := webhookTLS(t, c, chartNS, "carbongate-webhook-tls", "carbongate")
-	clientCA := serving.Write(t, "client-ca.crt", c.WebhookCA.PEM)
-	if out, err := c.Kubectl(ctx, "create", "secret", "generic", "carbongate-webhook-client-ca", "-n", chartNS, "--from-file=ca.crt="+clientCA); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	serving := webhookTLS(t, c, chartNS, "carbongate-webhook-tls", "carbongate-webhook-client-ca", "carbongate")
 	r := newChartRelease(t, c, chartNS, fmt.Sprintf(`image: {pullPolicy: Never}
 gateway:
   replicas: 2
@@ -61,17 +57,25 @@ controller: {enabled: true, clusterProvider: azure}
 }
 
 // webhookTLS makes a CA and, from it, Secret secret (kubernetes.io/tls) in
-// namespace ns: a serving certificate for Service svc of ns. It returns
-// the PKI, whose CA is the webhook's caBundle.
-func webhookTLS(t testing.TB, c *Cluster, ns, secret, svc string) *services.PKI {
+// namespace ns: a serving certificate for Service svc of ns; and Secret
+// clientCA holding the CA of the API server's webhook client certificate
+// (ca.crt), for the chart's admission.clientCA. It returns the PKI, whose
+// CA is the webhook's caBundle.
+func webhookTLS(t testing.TB, c *Cluster, ns, secret, clientCA, svc string) *services.PKI {
 	t.Helper()
 	serving := services.NewPKI(t, "carbongate-test-cluster-ca", filepath.Join(t.TempDir(), "pki"))
 	name := svc + "." + ns + ".svc"
 	cert, key := serving.Issue(t, "webhook", name, nil, nil, name, name+"."+dnsDomain)
+	ca := serving.Write(t, "client-ca.crt", c.WebhookCA.PEM)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := c.Kubectl(ctx, "create", "secret", "tls", secret, "-n", ns, "--cert", cert, "--key", key); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	for _, args := range [][]string{
+		{"create", "secret", "tls", secret, "-n", ns, "--cert", cert, "--key", key},
+		{"create", "secret", "generic", clientCA, "-n", ns, "--from-file=ca.crt=" + ca},
+	} {
+		if out, err := c.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 	}
 	return serving
 }

@@ -113,11 +113,7 @@ func installOPAChart(t *testing.T, c *Cluster) (*ChartRelease, *services.CA) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	serving := webhookTLS(t, c, opaNS, "carbongate-opa-tls", opaService)
-	clientCA := serving.Write(t, "client-ca.crt", c.WebhookCA.PEM)
-	if out, err := c.Kubectl(ctx, "create", "secret", "generic", "carbongate-opa-client-ca", "-n", opaNS, "--from-file=ca.crt="+clientCA); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	serving := webhookTLS(t, c, opaNS, "carbongate-opa-tls", "carbongate-opa-client-ca", opaService)
 	r := newChartRelease(t, c, opaNS, fmt.Sprintf(`image: {pullPolicy: Never}
 gateway:
   replicas: 1
