@@ -150,9 +150,11 @@ func checkOPAClientAuth(t *testing.T, c *Cluster, ctx context.Context, serving *
 		defer client.CloseIdleConnections()
 		return services.GetOK(ctx, client, url)
 	}
-	if err := get([]tls.Certificate{cert}); err != nil {
-		t.Fatalf("OPA with a client certificate of the API server's CA: %v", err)
-	}
+	// The pods are Ready; kube-proxy may not have programmed the Service
+	// yet (connection refused until it has).
+	Eventually(t, 30*time.Second, "OPA with a client certificate of the API server's CA", func(context.Context) error {
+		return get([]tls.Certificate{cert})
+	})
 	if err := get(nil); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("OPA without a client certificate: %v, want the TLS handshake refused", err)
 	} else {
