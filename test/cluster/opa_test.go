@@ -123,6 +123,15 @@ admission:
   tls: {secretName: carbongate-opa-tls, caBundle: %s}
   clientCA: {secretName: carbongate-opa-client-ca}
 `, replaySpeed, base64.StdEncoding.EncodeToString(serving.CA.PEM)))
+	// A failed test leaves nothing of the release behind: the later chart
+	// tests check that no release's cluster-scoped object is left.
+	t.Cleanup(func() {
+		if t.Failed() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r.run(t, ctx, "uninstall", "carbongate", "--ignore-not-found", "--wait", "--timeout", "90s")
+		}
+	})
 	r.run(t, ctx, "install", "carbongate", r.chart, "-f", r.values, "--wait", "--timeout", "4m")
 	return r, serving.CA
 }
