@@ -166,7 +166,7 @@ func (r *recorder) record(ctx context.Context, obj client.Object, e ledger.Entry
 	maps.Copy(a, rec)
 	obj.SetAnnotations(a)
 	// Conditioned on the resourceVersion: recorded (and counted) once.
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
 		return ignoreGone(err)
 	}
 	// Patch read back the stored object: a mutating webhook that does not

@@ -151,7 +151,7 @@ func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision,
 	}
 	a[hold.AnnotationSignature] = r.signer.Sign(hold.Subject{Kind: r.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
 	obj.SetAnnotations(a)
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
 		r.metrics.redecisions.WithLabelValues(r.kind, "failed").Inc()
 		r.log.Warn("redecide: moving the hold", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 		return d

@@ -166,9 +166,7 @@ func (r *releaser) finish(ctx context.Context, obj client.Object, reason string,
 		r.release(obj)
 	}
 	stamp(obj, reason, now)
-	// The patch carries the resourceVersion: a replica with a stale view
-	// gets a conflict instead of releasing twice.
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
 		return ignoreGone(err)
 	}
 	r.forget(client.ObjectKeyFromObject(obj).String())
@@ -188,6 +186,12 @@ func (r *releaser) finish(ctx context.Context, obj client.Object, reason string,
 	r.log.Info("released", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "reason", reason, "lag", lag.String())
 	r.warnUnplaceable(ctx, obj)
 	return nil
+}
+
+// patchOnce patches obj from orig conditioned on orig's resourceVersion:
+// a replica with a stale view gets a conflict instead of acting twice.
+func patchOnce(ctx context.Context, c client.Client, obj, orig client.Object) error {
+	return c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // stamp labels obj released, with when and why.

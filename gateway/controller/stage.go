@@ -28,7 +28,7 @@ func (r *releaser) stageAhead(ctx context.Context, obj client.Object, now, at, n
 	if !r.stage(obj) {
 		return next, nil
 	}
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
 		return next, ignoreGone(err)
 	}
 	r.metrics.staged.WithLabelValues(r.kind).Inc()
