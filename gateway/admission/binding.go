@@ -39,7 +39,13 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	if w.cfg.Bindings.Federation == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return allow()
 	}
-	ops, raw, bad := sanitizeBinding(req, w.cfg.Workloads.Signer)
+	var old binding // none on CREATE
+	if req.Operation == admissionv1.Update {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return deny(400, "request.oldObject: not a ResourceBinding: %v", err)
+		}
+	}
+	ops, raw, bad := sanitizeBinding(req, old.Metadata, w.cfg.Workloads.Signer)
 	if bad != "" {
 		return deny(400, "%s", bad)
 	}
@@ -49,10 +55,6 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	var o outcome
 	if req.Operation == admissionv1.Update {
-		var old binding
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return deny(400, "request.oldObject: not a ResourceBinding: %v", err)
-		}
 		o = reapplyBinding(raw, b, old)
 	} else {
 		o = w.placeBinding(ctx, raw, b, req.Namespace, requestID, sched)
@@ -64,14 +66,11 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 }
 
 // sanitizeBinding makes the carbongate.io outputs of req's binding those
-// of its old object (none on CREATE), returning the ops and the object
-// with them applied; a held binding's decision moved by the controller
-// (re-signed: it verifies with signer) keeps its new time.
-func sanitizeBinding(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([]op, []byte, string) {
-	old, bad := oldMetadata(req)
-	if bad != "" {
-		return nil, nil, bad
-	}
+// of its old object, whose metadata is old (empty on CREATE), returning
+// the ops and the object with them applied; a held binding's decision
+// moved by the controller (re-signed: it verifies with signer) keeps its
+// new time.
+func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, signer *hold.Signer) ([]op, []byte, string) {
 	s, bad := newOutputs(req.Object.Raw)
 	if bad != "" {
 		return nil, nil, bad
