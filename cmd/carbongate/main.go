@@ -122,6 +122,13 @@ func (m *Main) ParseFlags(args []string) error {
 	if v, ok := os.LookupEnv(cli.EnvName("casdk-prefix")); ok && v == "" && m.CASDK.Prefix == casdk.DefaultPrefix {
 		m.CASDK.Prefix = ""
 	}
+	if *anchor != "" { // before Check, which needs it with the clock
+		a, err := time.Parse(time.RFC3339Nano, *anchor)
+		if err != nil {
+			return fmt.Errorf("--replay-anchor %q is not an RFC 3339 time", *anchor)
+		}
+		m.ReplayAnchor = a.UTC()
+	}
 	if err := m.Check(); err != nil {
 		return err
 	}
@@ -133,16 +140,6 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--replay-start %q is not an RFC 3339 time", *replay)
 	}
 	m.ReplayStart = t.UTC()
-	if *anchor != "" {
-		a, err := time.Parse(time.RFC3339Nano, *anchor)
-		if err != nil {
-			return fmt.Errorf("--replay-anchor %q is not an RFC 3339 time", *anchor)
-		}
-		m.ReplayAnchor = a.UTC()
-		if m.Clock != clock.ModeReplay {
-			return fmt.Errorf("--replay-anchor needs --clock replay")
-		}
-	}
 	if err := m.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level %q: %w", *level, err)
 	}
