@@ -87,7 +87,11 @@ func (c *Cluster) startScheduler() {
 		ArgsFor: func() []string {
 			return []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 				"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", services.FreePort(c.tb)),
-				"--leader-elect=false", "--profiling=false"}
+				"--leader-elect=false", "--profiling=false",
+				// Its API rate limit (default 50/s, 100 in a burst) paces the
+				// bindings of a released wave as the controller-manager's did
+				// its pods (flags, as no --config file is given).
+				"--kube-api-qps=100", "--kube-api-burst=200"}
 		},
 		Ready: services.Settled("kube-scheduler"),
 	})
