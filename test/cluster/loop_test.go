@@ -80,6 +80,7 @@ func TestCluster(t *testing.T) {
 			})
 		})
 		t.Run("admission", func(t *testing.T) { admissionFigures(t, c, "loop-chart") })
+		t.Run("backfill", func(t *testing.T) { testBackfill(t, c, bin) })
 		// Not beside the wave: the leader killed there could take the
 		// Unplaceable event with it.
 		t.Run("not-ready", func(t *testing.T) { testNotReady(t, c, "loop-chart") })
