@@ -29,7 +29,6 @@ import (
 const (
 	backfillNS      = "carbongate-backfill"
 	backfillCronJob = "carbongate-backfill" // the chart's name for it in release carbongate
-	backfillJob     = "backfill-now"
 	backfillFrom    = "2021-03-01"
 	backfillTo      = "2021-03-03"
 	backfillIssues  = 3
@@ -50,7 +49,8 @@ var backfillZones = []string{"DE", "SE"}
 // --from). Its one pod must run on a real node with the chart's security
 // context and succeed the first time, and the store then hold exactly the
 // planned forecasts: zones × issue times units, each with one row per hour
-// of the horizon, from the zone's champion.
+// of the horizon, from the zone's champion. Triggered again, a new pod
+// finds every unit done and writes nothing.
 func testBackfill(t *testing.T, c *Cluster, bin string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -82,35 +82,54 @@ func testBackfill(t *testing.T, c *Cluster, bin string) {
 	}
 	installBackfill(t, ctx, c, "http://"+s3Addr, w.Region, bucket)
 
+	units := len(backfillZones) * backfillIssues
+	pod, log, took := runBackfillJob(t, ctx, c, "backfill-now")
+	if want := fmt.Sprintf("backfill: %d units written, 0 skipped, 0 failed, 0 already done;", units); !strings.Contains(log, want) {
+		t.Errorf("backfill's log has no %q:\n%s", want, log)
+	}
+	rows := checkBackfilled(t, ctx, db)
+	t.Logf("figures: backfill Job created -> Complete %v (pod on %s); %d units, %d rows in the store; %s",
+		took.Round(100*time.Millisecond), pod.Spec.NodeName, units, rows, summaryLine(log))
+
+	// The same plan again, in a new pod: every unit is recorded as done
+	// (the job key does not depend on the pod), nothing is written twice.
+	pod, log, took = runBackfillJob(t, ctx, c, "backfill-again")
+	if want := fmt.Sprintf("backfill: 0 units written, 0 skipped, 0 failed, %d already done;", units); !strings.Contains(log, want) {
+		t.Errorf("rerun's log has no %q:\n%s", want, log)
+	}
+	if again := checkBackfilled(t, ctx, db); again != rows {
+		t.Errorf("after the rerun %d rows, want the %d of the first run", again, rows)
+	}
+	t.Logf("figures: rerun Job created -> Complete %v (pod on %s); %s",
+		took.Round(100*time.Millisecond), pod.Spec.NodeName, summaryLine(log))
+}
+
+// runBackfillJob triggers the CronJob at once as a user does (kubectl
+// create job --from), waits until Job name is Complete, checks its pod
+// (backfillPod) and returns it, its log and the time from the Job's
+// creation to Complete. At a failure the cleanup shows the Job's log and
+// the namespace's pods and events.
+func runBackfillJob(t *testing.T, ctx context.Context, c *Cluster, name string) (*corev1.Pod, string, time.Duration) {
+	t.Helper()
 	created := time.Now()
-	if out, err := c.Kubectl(ctx, "create", "job", backfillJob, "--from=cronjob/"+backfillCronJob, "-n", backfillNS); err != nil {
+	if out, err := c.Kubectl(ctx, "create", "job", name, "--from=cronjob/"+backfillCronJob, "-n", backfillNS); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := c.Kubectl(context.Background(), "logs", "-n", backfillNS, "job/"+backfillJob, "--tail=40")
+			out, _ := c.Kubectl(context.Background(), "logs", "-n", backfillNS, "job/"+name, "--tail=40")
 			pods, _ := c.Kubectl(context.Background(), "get", "pods,events", "-n", backfillNS, "-o", "wide")
-			t.Logf("the backfill's log:\n%s\n%s", out, pods)
+			t.Logf("Job %s's log:\n%s\n%s", name, out, pods)
 		}
 	})
-	job := waitJobComplete(t, c, backfillNS, backfillJob)
+	job := waitJobComplete(t, c, backfillNS, name)
 	took := time.Since(created)
 	pod := backfillPod(t, c, job)
 	log, err := c.Kubectl(ctx, "logs", "-n", backfillNS, "pod/"+pod.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	units := len(backfillZones) * backfillIssues
-	if want := fmt.Sprintf("%d units in shard 0/1", units); !strings.Contains(log, want) {
-		t.Errorf("backfill's log has no %q:\n%s", want, log)
-	}
-	rows := checkBackfilled(t, ctx, db)
-	ran := "?"
-	if st := pod.Status.ContainerStatuses; len(st) == 1 && st[0].State.Terminated != nil {
-		ran = st[0].State.Terminated.FinishedAt.Sub(st[0].State.Terminated.StartedAt.Time).String()
-	}
-	t.Logf("figures: backfill Job created -> Complete %v (pod on %s, container ran %s); %d units, %d rows in the store; %s",
-		took.Round(100*time.Millisecond), pod.Spec.NodeName, ran, units, rows, lastLine(log))
+	return pod, log, took
 }
 
 // seedBackfill prepares db as an operator would before the first
@@ -311,8 +330,14 @@ func checkBackfilled(t *testing.T, ctx context.Context, db string) int {
 	return total
 }
 
-// lastLine is s's last non-empty line.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+// summaryLine is the line of log that sums the run up ("backfill: N
+// units written, …"); kubectl interleaves stdout and the progress lines on
+// stderr in no fixed order.
+func summaryLine(log string) string {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, " units written, ") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return "(no summary line)"
 }

@@ -29,7 +29,8 @@ import (
 // carbonctl image to Completed: one free, one pinned to the first real
 // node's region, one to the kwok node's. Beside the host's loop, the chart
 // runs in OPA mode (OPA's pods as the VmTemplate webhook, asking the
-// chart's carbongate pod).
+// chart's carbongate pod); beside its release, the chart's backfill
+// CronJob runs against a PostgreSQL and an S3 store on the host.
 func TestCluster(t *testing.T) {
 	begin := time.Now()
 	archives, images := ProjectImages(t)
