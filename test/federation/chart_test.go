@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -120,17 +120,22 @@ karmada:
 }
 
 // tokenKubeconfig writes a kubeconfig of Karmada's API server that
-// authenticates with a token of ServiceAccount ns/sa (an hour).
+// authenticates with the token of ServiceAccount ns/sa the chart's token
+// Secret (<sa>-token) holds once Karmada's kube-controller-manager has
+// filled it in: one that does not expire.
 func (f *Federation) tokenKubeconfig(t *testing.T, ns, sa string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	hour := int64(3600)
-	tok, err := f.Karmada.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of %s/%s: %v", ns, sa, err)
-	}
+	var token []byte
+	cluster.Eventually(t, time.Minute, "Secret "+sa+"-token filled in", func(ctx context.Context) error {
+		s, err := f.Karmada.Kube.CoreV1().Secrets(ns).Get(ctx, sa+"-token", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if token = s.Data[corev1.ServiceAccountTokenKey]; len(token) == 0 {
+			return fmt.Errorf("no %s yet", corev1.ServiceAccountTokenKey)
+		}
+		return nil
+	})
 	return f.WriteFile(filepath.Join("tokens", sa+".kubeconfig"), fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -143,7 +148,7 @@ contexts:
 - name: karmada
   context: {cluster: karmada, user: %s}
 current-context: karmada
-`, f.Karmada.URL, base64.StdEncoding.EncodeToString(f.Karmada.PKI.CA.PEM), sa, tok.Status.Token, sa))
+`, f.Karmada.URL, base64.StdEncoding.EncodeToString(f.Karmada.PKI.CA.PEM), sa, token, sa))
 }
 
 // helmRunner runs Helm against one API server, with homes of its own.

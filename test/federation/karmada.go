@@ -154,8 +154,10 @@ func (f *Federation) startComponent(name string, args ...string) {
 }
 
 // startKubeControllerManager runs namespace and garbage collection on
-// Karmada's API server: without them deleting a workload leaves its
-// binding, and the member's copy, behind.
+// Karmada's API server (without them deleting a workload leaves its
+// binding, and the member's copy, behind) and, as Karmada's own install
+// does, the serviceaccount-token controller, which fills in the token
+// Secrets of ServiceAccounts (the chart's for carbongate).
 func (f *Federation) startKubeControllerManager() {
 	tb, k := f.tb, f.Karmada
 	var port int
@@ -165,7 +167,8 @@ func (f *Federation) startKubeControllerManager() {
 			port = services.FreePort(tb)
 			return []string{"--kubeconfig=" + k.Kubeconfig, "--authentication-kubeconfig=" + k.Kubeconfig,
 				"--authorization-kubeconfig=" + k.Kubeconfig, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-				"--cert-dir=" + f.path("karmada", "kube-controller-manager"), "--controllers=namespace,garbagecollector",
+				"--cert-dir=" + f.path("karmada", "kube-controller-manager"), "--controllers=namespace,garbagecollector,serviceaccount-token",
+				"--service-account-private-key-file=" + k.PKI.Path("sa.key"), "--root-ca-file=" + k.PKI.Path("ca.crt"),
 				"--leader-elect=false", "--cluster-name=karmada", "--profiling=false"}
 		},
 		Ready: services.Settled("kube-controller-manager"),

@@ -218,6 +218,11 @@ backfill:
 	{
 		name: "Karmada, API server side", release: "cg", ns: "karmada-system", apiServer: true,
 		values: karmadaValues + "  side: apiServer\n  hostNamespace: carbon\n",
+		kinds:  map[string]int{"MutatingWebhookConfiguration": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "ServiceAccount": 1, "Secret": 1},
+	},
+	{
+		name: "Karmada, API server side: tokens made by hand", release: "cg", ns: "karmada-system", apiServer: true,
+		values: karmadaValues + "  side: apiServer\n  rbac: {serviceAccount: {tokenSecret: false}}\n",
 		kinds:  map[string]int{"MutatingWebhookConfiguration": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "ServiceAccount": 1},
 	},
 	{

@@ -48,8 +48,9 @@ type karmadaSettings struct {
 	} `json:"webhook"`
 	RBAC struct {
 		ServiceAccount struct {
-			Create bool   `json:"create"`
-			Name   string `json:"name"`
+			Create      bool   `json:"create"`
+			Name        string `json:"name"`
+			TokenSecret bool   `json:"tokenSecret"`
 		} `json:"serviceAccount"`
 		Subjects      []rbacv1.Subject `json:"subjects"`
 		WorkloadKinds []struct {
@@ -265,6 +266,7 @@ func checkKarmadaRBAC(t *testing.T, c chartCase, o *Objects, k karmadaSettings) 
 	} else if len(o.ServiceAccounts) > 0 {
 		t.Errorf("ServiceAccount rendered while karmada.rbac.serviceAccount.create is false")
 	}
+	checkKarmadaToken(t, c, o, k)
 	for _, s := range k.RBAC.Subjects {
 		if s.Kind == "ServiceAccount" {
 			if s.Namespace == "" {
@@ -280,6 +282,30 @@ func checkKarmadaRBAC(t *testing.T, c chartCase, o *Objects, k karmadaSettings) 
 	}
 }
 
+// checkKarmadaToken: with serviceAccount.create and tokenSecret, one
+// Secret <name>-token of type kubernetes.io/service-account-token naming
+// the ServiceAccount (the token controller fills it in), holding no data of
+// its own; else none.
+func checkKarmadaToken(t *testing.T, c chartCase, o *Objects, k karmadaSettings) {
+	t.Helper()
+	sa := k.RBAC.ServiceAccount
+	if !sa.Create || !sa.TokenSecret {
+		if len(o.Secrets) > 0 {
+			t.Errorf("Secrets rendered %d while karmada.rbac.serviceAccount create %v tokenSecret %v", len(o.Secrets), sa.Create, sa.TokenSecret)
+		}
+		return
+	}
+	if len(o.Secrets) != 1 {
+		t.Fatalf("%d Secrets, want the ServiceAccount's token Secret alone", len(o.Secrets))
+	}
+	s := o.Secrets[0]
+	if s.Name != sa.Name+"-token" || s.Namespace != c.ns || s.Type != corev1.SecretTypeServiceAccountToken ||
+		s.Annotations[corev1.ServiceAccountNameKey] != sa.Name || len(s.Data)+len(s.StringData) > 0 {
+		t.Errorf("token Secret %s/%s type %s annotations %v, %d data keys; want %s-token in %s, %s, %s=%s, no data",
+			s.Namespace, s.Name, s.Type, s.Annotations, len(s.Data)+len(s.StringData), sa.Name, c.ns, corev1.SecretTypeServiceAccountToken, corev1.ServiceAccountNameKey, sa.Name)
+	}
+}
+
 // checkKarmadaNotes: a release for Karmada's API server says where the
 // webhook calls and how to make carbongate's token; the host side says how
 // to install that release.
@@ -292,8 +318,12 @@ func checkKarmadaNotes(t *testing.T, c chartCase, notes string) {
 				t.Errorf("NOTES.txt lacks %q:\n%s", s, notes)
 			}
 		}
-		if got := strings.Contains(notes, "create token"); got != k.RBAC.ServiceAccount.Create {
-			t.Errorf("NOTES.txt shows create token: %v, want %v (karmada.rbac.serviceAccount.create)\n%s", got, k.RBAC.ServiceAccount.Create, notes)
+		sa := k.RBAC.ServiceAccount
+		if got := strings.Contains(notes, "create token"); got != (sa.Create && !sa.TokenSecret) {
+			t.Errorf("NOTES.txt shows create token: %v, want %v (karmada.rbac.serviceAccount create and not tokenSecret)\n%s", got, sa.Create && !sa.TokenSecret, notes)
+		}
+		if got := strings.Contains(notes, "get secret "+sa.Name+"-token"); got != (sa.Create && sa.TokenSecret) {
+			t.Errorf("NOTES.txt shows the token Secret: %v, want %v (karmada.rbac.serviceAccount create and tokenSecret)\n%s", got, sa.Create && sa.TokenSecret, notes)
 		}
 		return
 	}
