@@ -20,9 +20,10 @@ import (
 // on CREATE of the binding of an opted-in workload (the deadline
 // annotation on the workload, or its namespace labelled on the control
 // plane, as for Jobs) it narrows spec.placement.clusterAffinity.
-// clusterNames to the member cluster in the decided grid zone and records
-// the decision as for Jobs (the annotations, their signature for the
-// binding, the provenance) plus AnnotationCluster. With Bindings.Hold it
+// clusterNames to the member cluster in the decided grid zone (under
+// clusterAffinities it puts a group of that cluster first: groups.go) and
+// records the decision as for Jobs (the annotations, their signature for
+// the binding, the provenance) plus AnnotationCluster. With Bindings.Hold it
 // also holds the binding until the decided start (hold.BindingSuspension,
 // Label Held), for the controller to release; a binding created already
 // suspended is its creator's to release and is placed only. Karmada rewrites a
@@ -99,6 +100,7 @@ func reapplyBinding(raw []byte, b binding, old binding) outcome {
 	cluster := b.Metadata.Annotations[AnnotationCluster]
 	// Weights are set again on every update: comparing them costs as much.
 	ws, divided := parseWeights(b.Metadata.Annotations[AnnotationWeights])
+	divided = divided && !b.grouped() // a policy changed to groups since: weights do not apply
 	renarrow := !divided && cluster != "" && !b.narrowedTo(cluster)
 	oldLabel := old.Metadata.Labels[hold.Label]
 	label, labelled := b.Metadata.Labels[hold.Label]
@@ -118,7 +120,7 @@ func reapplyBinding(raw []byte, b binding, old binding) outcome {
 	case divided:
 		divide(p, ws)
 	case renarrow:
-		narrow(p, cluster)
+		narrow(p, b, cluster)
 	}
 	if keepLabel {
 		p.set(oldLabel, "metadata", "labels", hold.Label)
@@ -129,9 +131,14 @@ func reapplyBinding(raw []byte, b binding, old binding) outcome {
 	return p.outcome()
 }
 
-// narrow sets the binding's clusterAffinity.clusterNames to [cluster]
-// (its other selectors, ANDed, admitted the cluster).
-func narrow(p *rawPatch, cluster string) {
+// narrow places binding b on cluster: its clusterAffinity.clusterNames set
+// to [cluster] (its other selectors, ANDed, admitted the cluster), or,
+// with clusterAffinities, carbongate's group of cluster put first.
+func narrow(p *rawPatch, b binding, cluster string) {
+	if b.grouped() {
+		prependGroup(p, cluster)
+		return
+	}
 	p.set([]string{cluster}, "spec", "placement", "clusterAffinity", "clusterNames")
 }
 
@@ -168,6 +175,9 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	}
 	if win.deadline.Before(win.now.Add(win.dur)) {
 		return unplaced(raw, fmt.Sprintf("cannot place: the deadline %s is sooner than now plus the duration %v", win.deadline.Format(time.RFC3339), win.dur))
+	}
+	if b.divided() && b.grouped() {
+		return unplaced(raw, whyDividedGroups)
 	}
 	cand := w.bindingCandidates(b.Spec.Placement, fed.Clusters())
 	if len(cand.zones) == 0 {
@@ -214,7 +224,7 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if ws != nil {
 		divide(p, ws)
 	} else {
-		narrow(p, m.Name)
+		narrow(p, b, m.Name)
 	}
 	if w.cfg.Bindings.Hold && !placeOnly && !b.suspended() {
 		p.set(hold.Held, "metadata", "labels", hold.Label)
@@ -252,8 +262,13 @@ func (b binding) dispatchHeld() bool {
 	return s != nil && s.Dispatching != nil && *s.Dispatching
 }
 
-// narrowedTo reports whether the binding's clusterNames are [cluster].
+// narrowedTo reports whether the binding is placed on cluster as narrow
+// places it: its clusterNames are [cluster], or its groups start with
+// carbongate's of cluster.
 func (b binding) narrowedTo(cluster string) bool {
 	p := b.Spec.Placement
+	if b.grouped() {
+		return groupedTo(p.ClusterAffinities, cluster)
+	}
 	return p != nil && p.ClusterAffinity != nil && slices.Equal(p.ClusterAffinity.ClusterNames, []string{cluster})
 }

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,8 +26,13 @@ const (
 
 // AnnotationCluster names the member cluster a ResourceBinding was placed
 // in; the webhook narrows spec.placement.clusterAffinity.clusterNames to
-// it on CREATE and again on every UPDATE.
+// it (or puts AffinityGroup of it in front of the clusterAffinities
+// groups) on CREATE and again on every UPDATE.
 const AnnotationCluster = hold.AnnotationCluster
+
+// AffinityGroup is the affinityName of carbongate's clusterAffinities
+// group (groups.go).
+const AffinityGroup = hold.AffinityGroup
 
 // MemberCluster, WorkloadRef and Federation are hold's.
 type (
@@ -51,11 +55,11 @@ type Bindings struct {
 // bindingPlacement is the part of a binding's spec.placement that decides
 // its candidate clusters (Karmada's policy/v1alpha1 Placement).
 type bindingPlacement struct {
-	ClusterAffinity    *clusterAffinity    `json:"clusterAffinity"`
-	ClusterAffinities  []json.RawMessage   `json:"clusterAffinities"`
-	ClusterTolerations []corev1.Toleration `json:"clusterTolerations"`
-	ReplicaScheduling  *replicaScheduling  `json:"replicaScheduling"`
-	SpreadConstraints  []spreadConstraint  `json:"spreadConstraints"`
+	ClusterAffinity    *clusterAffinity      `json:"clusterAffinity"`
+	ClusterAffinities  []clusterAffinityTerm `json:"clusterAffinities"`
+	ClusterTolerations []corev1.Toleration   `json:"clusterTolerations"`
+	ReplicaScheduling  *replicaScheduling    `json:"replicaScheduling"`
+	SpreadConstraints  []spreadConstraint    `json:"spreadConstraints"`
 }
 
 type clusterAffinity struct {
@@ -85,6 +89,7 @@ type binding struct {
 type clusterCandidates struct {
 	zones    []forecast.Zone                 // distinct grid zones, sorted
 	clusters map[forecast.Zone]MemberCluster // each zone's cluster: the first by name
+	allowed  int                             // clusters the placement allows, with a grid zone or not
 	skipped  []string                        // clusters the placement allows that have no grid zone, and why
 	why      string                          // when zones is empty: why
 }
@@ -94,19 +99,27 @@ type clusterCandidates struct {
 // labelSelector, fieldSelector on provider, region and zone, and
 // clusterNames, ANDed; NoSchedule and NoExecute taints against
 // clusterTolerations), each mapped to the grid zone of its provider's
-// region.
+// region. With clusterAffinities they are those of the first group that
+// allows any cluster (groupCandidates).
 func (w *Webhook) bindingCandidates(p *bindingPlacement, cs []MemberCluster) clusterCandidates {
-	c := clusterCandidates{clusters: map[forecast.Zone]MemberCluster{}}
-	if p != nil && len(p.ClusterAffinities) > 0 {
-		c.why = "spec.placement.clusterAffinities (ordered affinity groups) is not placed by carbongate"
-		return c
+	if p == nil {
+		return w.affinityCandidates(nil, nil, cs)
 	}
-	var allowed int
+	if len(p.ClusterAffinities) > 0 {
+		return w.groupCandidates(p, cs)
+	}
+	return w.affinityCandidates(p.ClusterAffinity, p.ClusterTolerations, cs)
+}
+
+// affinityCandidates returns the clusters of cs that affinity a (nil: any)
+// and tolerations allow, each mapped to its grid zone.
+func (w *Webhook) affinityCandidates(a *clusterAffinity, tolerations []corev1.Toleration, cs []MemberCluster) clusterCandidates {
+	c := clusterCandidates{clusters: map[forecast.Zone]MemberCluster{}}
 	for _, m := range slices.SortedFunc(slices.Values(cs), func(a, b MemberCluster) int { return strings.Compare(a.Name, b.Name) }) {
-		if !placementAllows(p, m) {
+		if !placementAllows(a, tolerations, m) {
 			continue
 		}
-		allowed++
+		c.allowed++
 		z, why := w.clusterZone(m)
 		if z == "" {
 			c.skipped = append(c.skipped, fmt.Sprintf("cluster %s is not a candidate: %s", m.Name, why))
@@ -119,7 +132,7 @@ func (w *Webhook) bindingCandidates(p *bindingPlacement, cs []MemberCluster) clu
 	c.zones = slices.Sorted(maps.Keys(c.clusters))
 	switch {
 	case len(c.zones) > 0:
-	case allowed == 0:
+	case c.allowed == 0:
 		c.why = "no candidate cluster: the binding's cluster affinity and tolerations admit no member cluster"
 	default:
 		c.why = "no candidate cluster: " + strings.Join(c.skipped, "; ")
@@ -127,14 +140,12 @@ func (w *Webhook) bindingCandidates(p *bindingPlacement, cs []MemberCluster) clu
 	return c
 }
 
-// placementAllows reports whether Karmada may schedule a binding with
-// placement p to m (pkg/util.ClusterMatches and the TaintToleration
+// placementAllows reports whether Karmada may schedule a binding whose
+// cluster affinity is a (nil: any) and whose clusterTolerations are
+// tolerations to m (pkg/util.ClusterMatches and the TaintToleration
 // filter of Karmada v1.18).
-func placementAllows(p *bindingPlacement, m MemberCluster) bool {
-	if p == nil {
-		return true
-	}
-	if a := p.ClusterAffinity; a != nil {
+func placementAllows(a *clusterAffinity, tolerations []corev1.Toleration, m MemberCluster) bool {
+	if a != nil {
 		if slices.Contains(a.Exclude, m.Name) || !affinityMatches(a, m) {
 			return false
 		}
@@ -142,7 +153,7 @@ func placementAllows(p *bindingPlacement, m MemberCluster) bool {
 			return false
 		}
 	}
-	_, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), m.Taints, p.ClusterTolerations, blocksPlacement, false)
+	_, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), m.Taints, tolerations, blocksPlacement, false)
 	return !untolerated
 }
 

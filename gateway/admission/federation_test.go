@@ -67,7 +67,21 @@ func TestBindingCandidates(t *testing.T) {
 		{name: "no grid zone", placement: `{"clusterAffinity":{"clusterNames":["m4","m5"]}}`,
 			why: `cluster m4 is not a candidate: region "swiss" of azure has no grid zone; cluster m5 is not a candidate: spec.provider "on-prem" is not a known cloud provider`},
 		{name: "invalid selector", placement: `{"clusterAffinity":{"labelSelector":{"matchExpressions":[{"key":"env","operator":"Bad"}]}}}`, why: "admit no member cluster"},
-		{name: "affinity groups", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m1"]}]}`, why: "clusterAffinities"},
+		// clusterAffinities: the first group that admits a cluster.
+		{name: "first group", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m1","m3"]},{"affinityName":"b"}]}`,
+			want: map[forecast.Zone]string{"NL": "m1", "GB": "m3"}},
+		{name: "first group admits none: the second", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m6"]},{"affinityName":"b","labelSelector":{"matchLabels":{"env":"prod"}}}]}`,
+			want: map[forecast.Zone]string{"NL": "m1", "DE": "m2"}}, // m6's taint is not tolerated
+		{name: "group tolerations", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m6"]},{"affinityName":"b"}],"clusterTolerations":[{"key":"dedicated","operator":"Exists"}]}`,
+			want: map[forecast.Zone]string{"DE": "m6"}},
+		{name: "group selectors", placement: `{"clusterAffinities":[{"affinityName":"a","exclude":["m3"],"fieldSelector":{"matchExpressions":[{"key":"provider","operator":"In","values":["aws"]}]}},{"affinityName":"b"}],"clusterTolerations":[{"key":"dedicated","operator":"Exists"}]}`,
+			want: map[forecast.Zone]string{"DE": "m6"}},
+		{name: "first group without a grid zone is not passed over", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m4"]},{"affinityName":"b"}]}`,
+			why: `no candidate cluster in group "a", the first of clusterAffinities that admits a member cluster: cluster m4 is not a candidate: region "swiss"`},
+		{name: "no group admits", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m6"]},{"affinityName":"b","exclude":["m1","m2","m3","m4","m5","m6"]}]}`,
+			why: `no group of clusterAffinities ("a", "b") admits a member cluster`},
+		{name: "carbongate's group name", placement: `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m1"]},{"affinityName":"carbongate"}]}`,
+			why: "a group named carbongate"},
 	} {
 		got := w.bindingCandidates(placement(t, c.placement), members())
 		if c.why != "" {

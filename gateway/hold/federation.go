@@ -43,6 +43,14 @@ var BindingDispatching = []string{"spec", "suspension", "dispatching"}
 // greenest, when its replicas are divided over several).
 const AnnotationCluster = "carbongate.io/scheduling-cluster"
 
+// AffinityGroup is the affinityName of the group the webhook puts in
+// front of the spec.placement.clusterAffinities groups of a binding it
+// places (clusterNames: the decided cluster): Karmada's scheduler tries the
+// groups in order, so the binding goes to the decided cluster and, should
+// that cluster not fit, to the policy's own groups as before. The name is
+// carbongate's: a policy whose groups use it is not placed.
+const AffinityGroup = "carbongate"
+
 // MemberCluster is what placement reads of a Karmada Cluster
 // (cluster.karmada.io/v1alpha1).
 type MemberCluster struct {
