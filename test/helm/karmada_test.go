@@ -20,6 +20,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/carbongate/carbongate/gateway/hold"
 	"github.com/carbongate/carbongate/test/services"
 )
 
@@ -359,15 +360,26 @@ func TestKarmadaWebhookMatchesCRD(t *testing.T) {
 		t.Fatalf("Karmada's CRD does not serve %s", bindingVersion)
 	}
 	spec := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
-	for _, path := range [][]string{{"placement", "clusterAffinity", "clusterNames"}, {"suspension", "scheduling"}, {"resource", "apiVersion"}} {
+	// "[]" steps into an array's items.
+	for _, path := range [][]string{{"placement", "clusterAffinity", "clusterNames"}, {"suspension", "scheduling"}, {"resource", "apiVersion"},
+		{"placement", "clusterAffinities", "[]", "clusterNames"}, {"placement", "clusterAffinities", "[]", "affinityName"}} {
 		s := spec
 		for _, p := range path {
-			next, ok := s.Properties[p]
+			var next apiextensionsv1.JSONSchemaProps
+			ok := p != "[]"
+			if ok {
+				next, ok = s.Properties[p]
+			} else if ok = s.Items != nil && s.Items.Schema != nil; ok {
+				next = *s.Items.Schema
+			}
 			if !ok {
 				t.Errorf("Karmada's ResourceBinding has no spec.%s", strings.Join(path, "."))
 				break
 			}
 			s = next
+		}
+		if path[len(path)-1] == "affinityName" && s.MaxLength != nil && *s.MaxLength < int64(len(hold.AffinityGroup)) {
+			t.Errorf("Karmada's affinityName is at most %d characters: %q does not fit", *s.MaxLength, hold.AffinityGroup)
 		}
 	}
 	o := decodeAll(t, render(t, "carbongate", "karmada-system", karmadaValues+"  side: apiServer\n"))
