@@ -78,10 +78,7 @@ karmada:
 	if in := jobIn(t, f, ns, name); len(in) > 0 {
 		t.Fatalf("Job %s/%s in %v while held", ns, name, in)
 	}
-	cluster.Eventually(t, time.Minute, fmt.Sprintf("Job %s/%s released into %s", ns, name, want.Name), func(ctx context.Context) error {
-		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
+	waitJob(t, want, ns, name)
 	t.Logf("figures: released into %s %v after its decided start, with the chart's rights only", want.Name,
 		time.Since(clk.wallOf(dec.ReleaseAt())).Round(time.Millisecond))
 	waitBinding(t, f, ns, name+"-job", labelled(hold.Released))

@@ -26,6 +26,7 @@ func TestFederation(t *testing.T) {
 	t.Run("Propagation", func(t *testing.T) { testPropagation(t, f) })
 	t.Run("BindingWebhook", func(t *testing.T) { testBindingWebhook(t, f) })
 	t.Run("Placement", func(t *testing.T) { testPlacement(t, f) })
+	t.Run("AffinityGroups", func(t *testing.T) { testAffinityGroups(t, f) })
 	t.Run("Divided", func(t *testing.T) { testDivided(t, f) })
 	t.Run("WebhookDown", func(t *testing.T) { testWebhookDown(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })

@@ -122,10 +122,7 @@ func testHolding(t *testing.T, f *Federation) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cluster.Eventually(t, time.Minute, "Job held/held in "+want.Name, func(ctx context.Context) error {
-		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, "held", metav1.GetOptions{})
-		return err
-	})
+	waitJob(t, want, ns, "held")
 	t.Logf("figures: the held Job appeared in %s %v after its decided release (the leader killed while holding)", want.Name, time.Since(releaseAt).Round(time.Millisecond))
 	waitBinding(t, f, ns, "held-job", labelled(hold.Released))
 	if n := g.metric(t, `carbongate_controller_releases_total{kind="resourcebinding",reason="scheduled"}`); n != 1 {
@@ -147,6 +144,15 @@ const holdingAhead = 8 * time.Second
 func isStaged(b *unstructured.Unstructured, member string) error {
 	sched, _, _ := unstructured.NestedBool(b.Object, hold.BindingSuspension...)
 	disp, _, _ := unstructured.NestedBool(b.Object, hold.BindingDispatching...)
+	if err := isScheduledTo(b, member); sched || !disp || b.GetLabels()[hold.Label] != hold.Held || err != nil {
+		return fmt.Errorf("not staged into %s: suspension %v, %v, label %q", member, b.Object["spec"].(map[string]any)["suspension"], err, b.GetLabels()[hold.Label])
+	}
+	return nil
+}
+
+// isScheduledTo says why binding b is not scheduled by Karmada to member
+// alone (spec.clusters).
+func isScheduledTo(b *unstructured.Unstructured, member string) error {
 	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
 	var names []any
 	for _, c := range clusters {
@@ -154,8 +160,8 @@ func isStaged(b *unstructured.Unstructured, member string) error {
 			names = append(names, m["name"])
 		}
 	}
-	if sched || !disp || b.GetLabels()[hold.Label] != hold.Held || len(names) != 1 || names[0] != member {
-		return fmt.Errorf("not staged into %s: suspension %v, clusters %v, label %q", member, b.Object["spec"].(map[string]any)["suspension"], names, b.GetLabels()[hold.Label])
+	if len(names) != 1 || names[0] != member {
+		return fmt.Errorf("scheduled to %v", names)
 	}
 	return nil
 }
@@ -235,6 +241,15 @@ func editJob(t *testing.T, f *Federation, ns, name, value string) {
 	if _, err := f.Karmada.Kube.BatchV1().Jobs(ns).Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitJob waits until member m has Job ns/name.
+func waitJob(t *testing.T, m *Cluster, ns, name string) {
+	t.Helper()
+	cluster.Eventually(t, time.Minute, fmt.Sprintf("Job %s/%s in %s", ns, name, m.Name), func(ctx context.Context) error {
+		_, err := m.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 }
 
 // jobIn returns the members that have Job ns/name.

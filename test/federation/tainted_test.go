@@ -69,10 +69,7 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 
 	taint(t, f, want.Name, "null")
 	start := time.Now()
-	cluster.Eventually(t, time.Minute, "Job tainted/tainted in "+want.Name, func(ctx context.Context) error {
-		_, err := want.Kube.BatchV1().Jobs(ns).Get(ctx, "tainted", metav1.GetOptions{})
-		return err
-	})
+	waitJob(t, want, ns, "tainted")
 	t.Logf("figures: the Job reached %s %v after its taint was removed", want.Name, time.Since(start).Round(time.Millisecond))
 	if in := jobIn(t, f, ns, "tainted"); len(in) != 1 {
 		t.Fatalf("Job tainted/tainted in %v, want in %s only", in, want.Name)

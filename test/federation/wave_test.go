@@ -233,6 +233,13 @@ func watchJobs(t *testing.T, f *Federation, ns string) *sightings {
 // selects.
 func createPolicy(t *testing.T, f *Federation, ns, name string, selects map[string]any) {
 	t.Helper()
+	createPlacedPolicy(t, f, ns, name, selects, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}})
+}
+
+// createPlacedPolicy creates a PropagationPolicy with placement for what
+// selects.
+func createPlacedPolicy(t *testing.T, f *Federation, ns, name string, selects, placement map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pp := &unstructured.Unstructured{Object: map[string]any{
@@ -240,7 +247,7 @@ func createPolicy(t *testing.T, f *Federation, ns, name string, selects map[stri
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
 			"resourceSelectors": []any{selects},
-			"placement":         map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
+			"placement":         placement,
 		},
 	}}
 	if _, err := f.Karmada.Dynamic.Resource(PropagationPolicyResource).Namespace(ns).Create(ctx, pp, metav1.CreateOptions{}); err != nil {
