@@ -176,8 +176,8 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if win.deadline.Before(win.now.Add(win.dur)) {
 		return unplaced(raw, fmt.Sprintf("cannot place: the deadline %s is sooner than now plus the duration %v", win.deadline.Format(time.RFC3339), win.dur))
 	}
-	if b.divided() && b.grouped() {
-		return unplaced(raw, whyDividedGroups)
+	if why := b.groupsUnplaced(); why != "" {
+		return unplaced(raw, why)
 	}
 	cand := w.bindingCandidates(b.Spec.Placement, fed.Clusters())
 	if len(cand.zones) == 0 {

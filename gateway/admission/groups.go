@@ -29,7 +29,10 @@ import (
 // weights (staticWeightList, spread.go) are one replicaScheduling for the
 // whole placement, so they would replace the policy's division in every
 // failover group too, and Karmada's overflowAffinities (Divided only)
-// expand a group by capacity, which carbongate does not read.
+// expand a group by capacity, which carbongate does not read. Nor are
+// duplicated ones whose spreadConstraints want more than one group:
+// carbongate's group of one cluster could not meet them, and Karmada would
+// silently pass over it.
 
 // clusterAffinityTerm is one of a placement's clusterAffinities groups.
 type clusterAffinityTerm struct {
@@ -44,6 +47,8 @@ type clusterAffinityTerm struct {
 const (
 	whyDividedGroups = "spec.placement.clusterAffinities with Divided replicas is not placed by carbongate: " +
 		"its weights would replace the policy's replica division in the failover groups too"
+	whySpreadGroups = "spec.placement.clusterAffinities with spreadConstraints of minGroups above 1 is not placed by carbongate: " +
+		"Karmada would pass over its group of one cluster"
 	whyReservedGroup = "spec.placement.clusterAffinities has a group named " + AffinityGroup +
 		", the name of the group carbongate puts first: rename it to have the binding placed"
 )
@@ -52,6 +57,20 @@ const (
 func (b binding) grouped() bool {
 	p := b.Spec.Placement
 	return p != nil && len(p.ClusterAffinities) > 0
+}
+
+// groupsUnplaced says why binding b, with clusterAffinities, is not
+// placed whatever its candidates: "" when it may be, or without groups.
+func (b binding) groupsUnplaced() string {
+	switch {
+	case !b.grouped():
+		return ""
+	case b.divided():
+		return whyDividedGroups
+	case slices.ContainsFunc(b.Spec.Placement.SpreadConstraints, func(c spreadConstraint) bool { return c.MinGroups > 1 }):
+		return whySpreadGroups
+	}
+	return ""
 }
 
 // groupCandidates returns the candidates of the first clusterAffinities

@@ -118,13 +118,15 @@ func TestBindingGroupsUpdate(t *testing.T) {
 	}
 }
 
-// TestBindingGroupsUnplaced: Divided replicas under clusterAffinities, and
-// groups that admit no candidate, leave the binding unplaced, saying why.
+// TestBindingGroupsUnplaced: Divided replicas under clusterAffinities, a
+// spread over more than one group, and groups that admit no candidate,
+// leave the binding unplaced, saying why.
 func TestBindingGroupsUnplaced(t *testing.T) {
 	t.Parallel()
 	w := bindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, fakeFederation{workloads: map[string]map[string]string{"batch/etl": nil}})
 	for _, c := range []struct{ name, placement, why string }{
 		{"divided", `{"clusterAffinities":[{"affinityName":"a"}],"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Aggregated"}}`, whyDividedGroups},
+		{"spread over groups", `{"clusterAffinities":[{"affinityName":"a"}],"spreadConstraints":[{"spreadByField":"cluster","minGroups":2}]}`, whySpreadGroups},
 		{"no candidate", `{"clusterAffinities":[{"affinityName":"a","clusterNames":["m4"]},{"affinityName":"b"}]}`, `no candidate cluster in group "a"`},
 	} {
 		var got map[string]any
