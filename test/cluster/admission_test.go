@@ -48,8 +48,11 @@ func admissionFigures(t *testing.T, c *Cluster, ns string) {
 // admissionLatency times n creates of a Job (server-side dry runs) in ns
 // through carbongate's webhook and n with the webhook skipped (label
 // carbongate.io/schedule=disabled, which the webhook's objectSelector
-// leaves out), interleaved, after 20 untimed pairs (the API server's first
-// calls open its connections to the webhook's pods).
+// leaves out), interleaved, once the webhook answers through its Service
+// (kube-proxy programs it a moment after the pods are Ready; until then the
+// workload webhook's failurePolicy Ignore admits undecided) and after 20
+// untimed pairs (the API server's first calls open its connections to the
+// webhook's pods).
 func admissionLatency(tb testing.TB, c *Cluster, ns string, n int) (with, without []time.Duration) {
 	tb.Helper()
 	const warm = 20
@@ -62,6 +65,12 @@ func admissionLatency(tb testing.TB, c *Cluster, ns string, n int) (with, withou
 	if err != nil {
 		tb.Fatal(err)
 	}
+	Eventually(tb, time.Minute, "carbongate's webhook answering through its Service", func(ctx context.Context) error {
+		if decided, _, err := dryRun(ctx, kc, ns, nil); err != nil || !decided {
+			return fmt.Errorf("decided %v: %v", decided, err)
+		}
+		return nil
+	})
 	for i := range 2 * (warm + n) {
 		var labels map[string]string
 		if i%2 == 1 {

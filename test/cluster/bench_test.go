@@ -17,11 +17,11 @@ import (
 // BenchmarkAdmissionThroughService (make bench, -benchtime 1x, as root)
 // starts the real cluster, installs the chart with carbongate as the
 // workload webhook (two pods, reached through its Service) on a real-time
-// clock, as in production, and times 500 Job creates (server-side dry runs)
-// through the webhook against 500 the webhook skips, interleaved. Goal:
+// clock, as in production, and times 2,000 Job creates (server-side dry runs)
+// through the webhook against 2,000 the webhook skips, interleaved. Goal:
 // the webhook adds at most 5 ms to the p99.
 func BenchmarkAdmissionThroughService(b *testing.B) {
-	const creates, ns = 500, "bench"
+	const creates, ns = 2000, "bench"
 	archives, _ := ProjectImages(b)
 	c := Start(b, Options{Regions: []string{"westeurope", "swedencentral"}, KwokRegions: []string{"polandcentral"}, Images: archives})
 	InstallChart(b, c, 1)
