@@ -27,13 +27,7 @@ func testAffinityGroups(t *testing.T, f *Federation) {
 	f.RegisterBindingWebhook(t, "carbongate-groups", g.url+admission.Path, g.caPEM)
 	deadline := "2021-06-01T12:00:00Z"
 	best := g.decidedMember(t, f.Members, "PT2H", deadline)
-	var primary []*Cluster
-	var primaryNames []any
-	for _, m := range f.Members {
-		if m != best {
-			primary, primaryNames = append(primary, m), append(primaryNames, m.Name)
-		}
-	}
+	primary, primaryNames := membersBut(f.Members, best)
 	want := g.decidedMember(t, primary, "PT2H", deadline)
 	createNamespace(t, f, ns)
 	if err := newJob(f, ns, name, map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"}); err != nil {

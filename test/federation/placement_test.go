@@ -47,13 +47,7 @@ func testPlacement(t *testing.T, f *Federation) {
 	createAnnotatedDeployment(t, f, ns, name, 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}}, opted)
 
 	// The same workload allowed the two others goes to the better of them.
-	var others []*Cluster
-	var otherNames []any
-	for _, m := range f.Members {
-		if m != want {
-			others, otherNames = append(others, m), append(otherNames, m.Name)
-		}
-	}
+	others, otherNames := membersBut(f.Members, want)
 	second := g.decidedMember(t, others, "PT2H", deadline)
 	createAnnotatedDeployment(t, f, ns, "second", 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": otherNames}}, opted)
 
@@ -289,4 +283,17 @@ func testWebhookDown(t *testing.T, f *Federation) {
 	t.Logf("figures: the Deployment reached %s %v after carbongate answered again (Karmada's retry)", want.Name, time.Since(start).Round(time.Millisecond))
 	time.Sleep(2 * time.Second)
 	wantOnlyIn(t, f, want, ns, name)
+}
+
+// membersBut returns the members but one, and their names (as a
+// placement's clusterNames).
+func membersBut(members []*Cluster, but *Cluster) ([]*Cluster, []any) {
+	var ms []*Cluster
+	var names []any
+	for _, m := range members {
+		if m != but {
+			ms, names = append(ms, m), append(names, m.Name)
+		}
+	}
+	return ms, names
 }
