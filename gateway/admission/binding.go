@@ -82,8 +82,9 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, s
 	}
 	redecided := req.Operation == admissionv1.Update && signer != nil && old.Labels[hold.Label] == hold.Held && meta.Labels[hold.Label] == hold.Held &&
 		signer.Verify(hold.Subject{Kind: BindingKind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
+	keep := hold.SignedKeys(meta.Annotations)
 	for _, k := range bindingOutputs {
-		if !redecided || !slices.Contains(hold.SignedDecision, k) {
+		if !redecided || !slices.Contains(keep, k) {
 			s.set("annotations", k, old.Annotations)
 		}
 	}
@@ -209,8 +210,14 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if d.SavingsPct != nil {
 		a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
 	}
-	a[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(hold.Subject{Kind: BindingKind, Namespace: ns, Name: b.Metadata.Name}, a)
 	a[AnnotationCluster] = m.Name
+	held := w.cfg.Bindings.Hold && !placeOnly && !b.suspended()
+	if held && ws == nil {
+		if c := clusterCandidatesOf(cand); c != "" {
+			a[hold.AnnotationCandidates] = c
+		}
+	}
+	a[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(hold.Subject{Kind: BindingKind, Namespace: ns, Name: b.Metadata.Name}, a)
 	if ws != nil {
 		a[AnnotationWeights] = formatWeights(ws)
 	}
@@ -226,13 +233,24 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	} else {
 		narrow(p, b, m.Name)
 	}
-	if w.cfg.Bindings.Hold && !placeOnly && !b.suspended() {
+	if held {
 		p.set(hold.Held, "metadata", "labels", hold.Label)
 		p.set(true, hold.BindingSuspension...)
 	}
 	o := p.outcome()
 	o.warnings = append(append(o.warnings, win.warnings...), cand.skipped...)
 	return o
+}
+
+// clusterCandidatesOf are the zones of cand with the member cluster each
+// narrows to, as hold.AnnotationCandidates ("" when there is one zone).
+func clusterCandidatesOf(cand clusterCandidates) string {
+	cs := make([]hold.Candidate, 0, len(cand.zones))
+	for _, z := range cand.zones {
+		m := cand.clusters[z]
+		cs = append(cs, hold.Candidate{Zone: string(z), Region: m.Region, Cluster: m.Name})
+	}
+	return hold.FormatCandidates(cs)
 }
 
 // unplaced admits an object (a workload not held, a binding not placed)

@@ -83,8 +83,9 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 			s.set("annotations", k, old.Annotations)
 		}
 	}
+	keep := hold.SignedKeys(meta.Annotations)
 	for _, k := range hold.Outputs {
-		if !redecided || !slices.Contains(hold.SignedDecision, k) {
+		if !redecided || !slices.Contains(keep, k) {
 			s.set("annotations", k, old.Annotations)
 		}
 	}

@@ -62,6 +62,10 @@ type workload struct {
 	hold     func(p *rawPatch) // suspends the Job or gates the Pod
 	eligible func() string     // "" or why the object is not held
 	runFor   *int64            // spec.activeDeadlineSeconds
+	// movable: the controller may move the pinned region while the
+	// workload is held (a suspended Job's pod template node affinity is
+	// mutable until it starts; a gated Pod's may only be narrowed).
+	movable bool
 }
 
 // decideWorkload holds a Job or bare Pod that opted in (see package hold).
@@ -168,15 +172,31 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
 		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g, 'f', 1, 64)
 	}
+	pinned := len(cand.regions) > 1 && region != ""
+	if pinned && wl.movable {
+		if c := regionCandidates(cand); c != "" {
+			a[hold.AnnotationCandidates] = c
+		}
+	}
 	a[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(subject, a)
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		p.set(a[k], "metadata", "annotations", k)
 	}
-	if len(cand.regions) > 1 && region != "" {
+	if pinned {
 		pin(p, wl, region)
 	}
 	wl.hold(p)
 	return p.outcome()
+}
+
+// regionCandidates are the zones of cand with the region each pins to, as
+// hold.AnnotationCandidates ("" when there is one zone).
+func regionCandidates(cand candidates) string {
+	cs := make([]hold.Candidate, 0, len(cand.zones))
+	for _, z := range cand.zones {
+		cs = append(cs, hold.Candidate{Zone: string(z), Region: cand.reps[z]})
+	}
+	return hold.FormatCandidates(cs)
 }
 
 // MaxPowerWatts bounds hold.AnnotationPowerWatts: a rack's worth.
@@ -205,6 +225,7 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 			return workload{}, fmt.Errorf("not a batch/v1 Job: %v", err)
 		}
 		return workload{meta: &j.ObjectMeta, pod: &j.Spec.Template.Spec, podPath: []string{"spec", "template", "spec"}, runFor: j.Spec.ActiveDeadlineSeconds,
+			movable: true,
 			hold: func(p *rawPatch) { p.set(true, "spec", "suspend") },
 			eligible: func() string {
 				if j.Spec.Suspend != nil && *j.Spec.Suspend {
@@ -313,7 +334,7 @@ func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) o
 	if _, ok := wl.meta.Labels[hold.Label]; !ok {
 		p.set(old.Labels[hold.Label], "metadata", "labels", hold.Label)
 	}
-	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, hold.AnnotationAvoidedGrams, AnnotationProvenance} {
+	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, hold.AnnotationAvoidedGrams, AnnotationProvenance, hold.AnnotationCandidates} {
 		if v, ok := old.Annotations[k]; ok {
 			if _, has := wl.meta.Annotations[k]; !has {
 				p.set(v, "metadata", "annotations", k)

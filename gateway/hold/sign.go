@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,7 +27,7 @@ const AnnotationSignature = "carbongate.io/decision-signature"
 var Outputs = []string{
 	AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy,
 	AnnotationSavingsPct, AnnotationAvoidedGrams, AnnotationSignature,
-	AnnotationProvenance, AnnotationUnscheduled, AnnotationShadow,
+	AnnotationProvenance, AnnotationUnscheduled, AnnotationShadow, AnnotationCandidates,
 }
 
 // ReleaseStamp are the annotations a release writes.
@@ -39,14 +40,33 @@ const (
 	AnnotationUnscheduled = "carbongate.io/unscheduled"
 )
 
-// signed are the annotations a signature covers, in order.
+// signed are the annotations a signature covers, in order: those of a
+// decision without candidates, whose place the controller never moves.
 var signed = []string{AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy, AnnotationSavingsPct, AnnotationAvoidedGrams}
 
-// SignedDecision are the annotations of a signed decision: those the
+// signedPlace are the annotations the signature of a decision with
+// candidates (AnnotationCandidates) covers: also the candidates and a
+// binding's member cluster, which the controller may move among them. It
+// is signed in a domain of its own, so that removing the candidates does
+// not leave a decision that verifies.
+var signedPlace = append(slices.Clone(signed), AnnotationCluster, AnnotationCandidates)
+
+// covered returns the domain and the annotations a's signature covers.
+func covered(a map[string]string) (string, []string) {
+	if _, ok := a[AnnotationCandidates]; ok {
+		return placeDomain, signedPlace
+	}
+	return decisionDomain, signed
+}
+
+// SignedKeys are the annotations of a's signed decision: those its
 // signature covers and the signature. The controller re-signs them when it
 // moves a hold (a newer forecast); the webhook keeps an update's only when
 // they verify.
-var SignedDecision = append(append([]string(nil), signed...), AnnotationSignature)
+func SignedKeys(a map[string]string) []string {
+	_, keys := covered(a)
+	return append(slices.Clone(keys), AnnotationSignature)
+}
 
 // MinKeyBytes is the shortest decision key NewSigner accepts.
 const MinKeyBytes = 32
@@ -84,7 +104,8 @@ func (g *Signer) Sign(s Subject, a map[string]string) string {
 	if name == "" {
 		name = s.GenerateName + "*"
 	}
-	return g.mac(decisionDomain, s.Kind, s.Namespace, name, signed, a)
+	domain, keys := covered(a)
+	return g.mac(domain, s.Kind, s.Namespace, name, keys, a)
 }
 
 // ErrUnsigned is Verify's error for a decision without a valid signature.
@@ -96,8 +117,9 @@ func (g *Signer) Verify(s Subject, a map[string]string) error {
 	if s.GenerateName != "" && strings.HasPrefix(s.Name, s.GenerateName) {
 		names = append(names, s.GenerateName+"*")
 	}
+	domain, keys := covered(a)
 	for _, n := range names {
-		if g.equal(a[AnnotationSignature], g.mac(decisionDomain, s.Kind, s.Namespace, n, signed, a)) {
+		if g.equal(a[AnnotationSignature], g.mac(domain, s.Kind, s.Namespace, n, keys, a)) {
 			return nil
 		}
 	}
@@ -115,7 +137,11 @@ func (g *Signer) equal(got, want string) bool {
 	return hmac.Equal(a, b)
 }
 
-const decisionDomain = "carbongate.io decision v1"
+// The domains of decisions: without candidates (v1) and with (v2).
+const (
+	decisionDomain = "carbongate.io decision v1"
+	placeDomain    = "carbongate.io decision v2"
+)
 
 // mac is the HMAC of the annotations keys of a in domain (a decision or a
 // ledger record), each length-prefixed (and absent ones marked), so no two

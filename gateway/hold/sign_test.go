@@ -3,6 +3,7 @@ package hold
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -81,5 +82,87 @@ func TestAvoidedGrams(t *testing.T) {
 	}
 	if _, ok := AvoidedGrams(nil); ok {
 		t.Error("absent: ok")
+	}
+}
+
+// TestSignCandidates: a decision with candidates is signed with them and
+// the binding's member cluster, so that neither can be edited, and
+// removing them (or adding them to a decision signed without) leaves a
+// decision that does not verify.
+func TestSignCandidates(t *testing.T) {
+	t.Parallel()
+	g, err := NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := Subject{Kind: "Job", Namespace: "batch", Name: "train"}
+	cands := FormatCandidates([]Candidate{{Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Region: "polandcentral"}})
+	withCandidates := func() map[string]string {
+		a := signedDecision(t, g, job)
+		a[AnnotationCandidates] = cands
+		a[AnnotationCluster] = "m1"
+		a[AnnotationSignature] = g.Sign(job, a)
+		return a
+	}
+	if err := g.Verify(job, withCandidates()); err != nil {
+		t.Fatalf("own signature with candidates: %v", err)
+	}
+	if got := SignedKeys(withCandidates()); !slices.Contains(got, AnnotationCandidates) || !slices.Contains(got, AnnotationCluster) || !slices.Contains(got, AnnotationSignature) {
+		t.Errorf("SignedKeys with candidates = %v, want the candidates, the cluster and the signature", got)
+	}
+	if got := SignedKeys(signedDecision(t, g, job)); slices.Contains(got, AnnotationCandidates) || slices.Contains(got, AnnotationCluster) {
+		t.Errorf("SignedKeys without candidates = %v, want neither candidates nor cluster", got)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]string)
+	}{
+		{"a candidate added", func(a map[string]string) {
+			a[AnnotationCandidates] = FormatCandidates([]Candidate{{Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Region: "polandcentral"}, {Zone: "FR", Region: "francecentral"}})
+		}},
+		{"a candidate's region changed", func(a map[string]string) {
+			a[AnnotationCandidates] = FormatCandidates([]Candidate{{Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Region: "eastus"}})
+		}},
+		{"the candidates removed", func(a map[string]string) { delete(a, AnnotationCandidates) }},
+		{"the cluster changed", func(a map[string]string) { a[AnnotationCluster] = "m2" }},
+		{"the cluster removed", func(a map[string]string) { delete(a, AnnotationCluster) }},
+	} {
+		a := withCandidates()
+		tc.edit(a)
+		if err := g.Verify(job, a); !errors.Is(err, ErrUnsigned) {
+			t.Errorf("%s: Verify = %v, want ErrUnsigned", tc.name, err)
+		}
+	}
+	a := signedDecision(t, g, job)
+	a[AnnotationCandidates] = cands
+	if err := g.Verify(job, a); !errors.Is(err, ErrUnsigned) {
+		t.Errorf("candidates added to a decision signed without: Verify = %v, want ErrUnsigned", err)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	t.Parallel()
+	cs := []Candidate{{Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Cluster: "m3"}}
+	v := FormatCandidates(cs)
+	got, ok, err := ParseCandidates(map[string]string{AnnotationCandidates: v})
+	if err != nil || !ok || len(got) != 2 || got[0].Zone != "PL" || got[1].Region != "swedencentral" {
+		t.Fatalf("ParseCandidates(%s) = %v %v %v, want PL then SE", v, got, ok, err)
+	}
+	if c, ok := Find(got, "SE"); !ok || c.Region != "swedencentral" {
+		t.Errorf("Find SE = %v %v", c, ok)
+	}
+	if _, ok := Find(got, "DE"); ok {
+		t.Error("Find DE found one")
+	}
+	if FormatCandidates(cs[:1]) != "" {
+		t.Error("one candidate formatted: nothing to move between")
+	}
+	if _, ok, err := ParseCandidates(map[string]string{}); ok || err != nil {
+		t.Errorf("absent: ok %v err %v", ok, err)
+	}
+	for _, bad := range []string{"not json", `[{"zone":""}]`, `[{"zone":"SE"},{"zone":"SE"}]`, `{}`} {
+		if _, _, err := ParseCandidates(map[string]string{AnnotationCandidates: bad}); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }
