@@ -226,7 +226,7 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 		}
 		return workload{meta: &j.ObjectMeta, pod: &j.Spec.Template.Spec, podPath: []string{"spec", "template", "spec"}, runFor: j.Spec.ActiveDeadlineSeconds,
 			movable: true,
-			hold: func(p *rawPatch) { p.set(true, "spec", "suspend") },
+			hold:    func(p *rawPatch) { p.set(true, "spec", "suspend") },
 			eligible: func() string {
 				if j.Spec.Suspend != nil && *j.Spec.Suspend {
 					return "created suspended: its creator releases it"
