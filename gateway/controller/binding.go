@@ -66,6 +66,7 @@ func bindingReleaser(lead time.Duration) *releaser {
 			suspend(o, hold.BindingDispatching, false)
 		},
 		cannotTake: memberCannotTake,
+		place:      bindingPlacer(),
 		stage: func(o client.Object) bool {
 			if !suspended(o, hold.BindingSuspension) {
 				return false

@@ -78,8 +78,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"workload_namespace", "mode", "status"}),
 		redecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_redecisions_total",
-			Help: "Held workloads re-decided on a newer forecast, by kind and outcome (moved: the hold's start changed; kept: no start beat it by the threshold; failed: the gateway or the patch failed).",
-		}, []string{"kind", "outcome"}),
+			Help: "Held workloads re-decided on a newer forecast, by kind, outcome (moved: the hold's start or place changed; kept: no window beat it by the threshold; failed: the gateway or the patch failed) and move (of a moved one: time, place or place-and-time; empty otherwise).",
+		}, []string{"kind", "outcome", "move"}),
 		redecisionGain: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_redecision_gain_grams_total",
 			Help: "gCO2eq the moves of held workloads are estimated to save under the newer forecast (its held start minus its new start, workloads that declare carbongate.io/power-watts), by workload_namespace.",

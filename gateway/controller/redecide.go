@@ -36,10 +36,12 @@ type Rescheduler interface {
 var _ Rescheduler = (*gateway.Service)(nil)
 
 // redecider re-asks the gateway, once per forecast hour while a workload
-// is held, for the best start in its decided zone before its deadline
-// guard, and moves the hold when the new start's forecast beats the held
-// one's (under the same, newer forecast) by more than gain. Time only: the
-// zone, and so the pods' pinning, stays.
+// is held, for the best start before its deadline guard — in its decided
+// zone, or, when the webhook recorded candidates (hold.AnnotationCandidates)
+// and nothing of the workload has started (place.go), in any of them — and
+// moves the hold when the new window's forecast beats the held one's
+// (under the same, newer forecast) by more than gain: its time, and its
+// place with the pinning in the same patch.
 type redecider struct {
 	sched   Rescheduler
 	gain    float64
@@ -76,19 +78,19 @@ func nextAsk(now, at time.Time) time.Time {
 }
 
 // better reports whether best should replace the held window cur: another
-// start, not past releaseBy, whose forecast mean is lower by more than
-// gain of cur's. It returns the share saved.
+// start or zone, not past releaseBy, whose forecast mean is lower by more
+// than gain of cur's. It returns the share saved.
 func better(cur, best forecast.Window, releaseBy time.Time, gain float64) (float64, bool) {
-	if best.Start.Equal(cur.Start) || best.Start.After(releaseBy) || !(cur.Mean > 0) {
+	if (best.Start.Equal(cur.Start) && best.Zone == cur.Zone) || best.Start.After(releaseBy) || !(cur.Mean > 0) {
 		return 0, false
 	}
 	share := (cur.Mean - best.Mean) / cur.Mean
 	return share, share > gain
 }
 
-// window asks for the best window of zone for dur within [from, to).
-func (d *redecider) window(ctx context.Context, zone string, dur time.Duration, from, to time.Time) (forecast.Window, error) {
-	text := gateway.RequestText{Zones: []string{zone}, Duration: new(dur.String()),
+// window asks for the best window of zones for dur within [from, to).
+func (d *redecider) window(ctx context.Context, zones []string, dur time.Duration, from, to time.Time) (forecast.Window, error) {
+	text := gateway.RequestText{Zones: zones, Duration: new(dur.String()),
 		EarliestStart: new(from.UTC().Format(time.RFC3339)), Deadline: new(to.UTC().Format(time.RFC3339))}
 	req, err := gateway.ParseRequest(text)
 	if err != nil {
@@ -122,46 +124,110 @@ func (r *releaser) redecide(ctx context.Context, obj client.Object, d hold.Decis
 	if err != nil || d.Zone == "" {
 		return d
 	}
-	best, err := r.redecider.window(ctx, d.Zone, dur, now, d.ReleaseBy.Add(dur))
+	pl := r.places(obj, d)
+	best, err := r.redecider.window(ctx, hold.Zones(pl.candidates), dur, now, d.ReleaseBy.Add(dur))
 	if err == nil {
 		var cur forecast.Window
-		if cur, err = r.redecider.window(ctx, d.Zone, dur, d.Start, d.Start.Add(dur)); err == nil {
-			return r.move(ctx, obj, d, cur, best, dur)
+		if cur, err = r.redecider.window(ctx, []string{d.Zone}, dur, d.Start, d.Start.Add(dur)); err == nil {
+			return r.move(ctx, obj, d, pl, cur, best, dur)
 		}
 	}
-	r.metrics.redecisions.WithLabelValues(r.kind, "failed").Inc()
+	r.metrics.redecisions.WithLabelValues(r.kind, "failed", "").Inc()
 	r.log.Warn("redecide: asking the gateway", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 	return d
 }
 
-// move moves obj's hold from cur to best when better, re-signing the
-// decision, and counts it.
-func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision, cur, best forecast.Window, dur time.Duration) hold.Decision {
+// places are where a held workload may be moved to: its candidates, and
+// the one it is held in.
+type places struct {
+	candidates []hold.Candidate
+	from       hold.Candidate
+}
+
+// places returns where obj, held under d, may be moved to: the candidates
+// the webhook signed when obj's kind can move and obj is still pinned to
+// d's zone as carbongate pinned it; otherwise d's zone alone (time only).
+func (r *releaser) places(obj client.Object, d hold.Decision) places {
+	only := places{candidates: []hold.Candidate{{Zone: d.Zone, Region: d.Region}}}
+	only.from = only.candidates[0]
+	if r.place == nil {
+		return only
+	}
+	cs, ok, err := hold.ParseCandidates(obj.GetAnnotations())
+	if !ok || err != nil {
+		return only
+	}
+	from, ok := hold.Find(cs, d.Zone)
+	if !ok || from.Region != d.Region || !r.place.pinned(obj, from) {
+		return only
+	}
+	return places{candidates: cs, from: from}
+}
+
+// The kinds of move, for the redecisions counter.
+const (
+	moveTime         = "time"
+	movePlace        = "place"
+	movePlaceAndTime = "place-and-time"
+)
+
+// move moves obj's hold from cur to best when better — its time, and its
+// place among pl with the pinning — re-signing the decision in the same
+// patch, and counts it.
+func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision, pl places, cur, best forecast.Window, dur time.Duration) hold.Decision {
 	share, ok := better(cur, best, d.ReleaseBy, r.redecider.gain)
-	if !ok {
-		r.metrics.redecisions.WithLabelValues(r.kind, "kept").Inc()
+	to, found := hold.Find(pl.candidates, string(best.Zone))
+	if !ok || !found {
+		r.metrics.redecisions.WithLabelValues(r.kind, "kept", "").Inc()
 		return d
 	}
 	orig := obj.DeepCopyObject().(client.Object)
 	nd := d
 	nd.Start = best.Start.UTC().Truncate(time.Second)
+	kind := moveTime
 	a := obj.GetAnnotations()
+	if to.Zone != pl.from.Zone {
+		kind = movePlaceAndTime
+		if nd.Start.Equal(d.Start) {
+			kind = movePlace
+		}
+		nd.Zone, nd.Region = to.Zone, to.Region
+		r.place.repin(obj, pl.from, to)
+		delete(a, hold.AnnotationRegion) // set again unless the new place has none
+		if to.Cluster != "" {
+			a[hold.AnnotationCluster] = to.Cluster
+		}
+	}
 	for k, v := range nd.Annotations() {
 		a[k] = v
 	}
 	a[hold.AnnotationSignature] = r.signer.Sign(hold.Subject{Kind: r.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
 	obj.SetAnnotations(a)
 	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
-		r.metrics.redecisions.WithLabelValues(r.kind, "failed").Inc()
+		r.metrics.redecisions.WithLabelValues(r.kind, "failed", "").Inc()
 		r.log.Warn("redecide: moving the hold", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 		return d
 	}
-	r.metrics.redecisions.WithLabelValues(r.kind, "moved").Inc()
+	r.metrics.redecisions.WithLabelValues(r.kind, "moved", kind).Inc()
 	if w, err := strconv.ParseFloat(a[hold.AnnotationPowerWatts], 64); err == nil && w > 0 && w <= hold.MaxPowerWatts {
 		r.metrics.redecisionGain.WithLabelValues(obj.GetNamespace()).Add(w / 1000 * dur.Hours() * (cur.Mean - best.Mean))
 	}
 	r.events.Eventf(obj, corev1.EventTypeNormal, "Redecided", "moved from %s to %s: the newer forecast puts it %.0f%% lower (%.1f → %.1f gCO2eq/kWh)",
-		d.Start.Format(time.RFC3339), nd.Start.Format(time.RFC3339), 100*share, cur.Mean, best.Mean)
-	r.log.Info("redecided", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "from", d.Start, "to", nd.Start, "gain", share)
+		where(d, pl.from), where(nd, to), 100*share, cur.Mean, best.Mean)
+	r.log.Info("redecided", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "move", kind,
+		"from", d.Start, "to", nd.Start, "from_zone", d.Zone, "to_zone", nd.Zone, "gain", share)
 	return nd
+}
+
+// where says when and where d runs: its start and zone, with the region
+// or member cluster of c.
+func where(d hold.Decision, c hold.Candidate) string {
+	place := d.Zone
+	switch {
+	case c.Cluster != "":
+		place += " (member cluster " + c.Cluster + ")"
+	case d.Region != "":
+		place += " (" + d.Region + ")"
+	}
+	return d.Start.Format(time.RFC3339) + " in " + place
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 )
 
-// TestBetter: a hold moves only to another start, not past its release-by,
+// TestBetter: a hold moves only to another start or zone, not past its release-by,
 // whose forecast beats the held start's by more than the gain.
 func TestBetter(t *testing.T) {
 	t.Parallel()
@@ -22,6 +22,7 @@ func TestBetter(t *testing.T) {
 		{"just above the gain", forecast.Window{Start: lat(3, 0), Mean: 379}, 0.0525, true},
 		{"at the gain", forecast.Window{Start: lat(3, 0), Mean: 380}, 0.05, false},
 		{"the same start", forecast.Window{Start: lat(10, 0), Mean: 100}, 0, false},
+		{"the same start in another zone", forecast.Window{Zone: "GB", Start: lat(10, 0), Mean: 200}, 0.5, true},
 		{"past release-by", forecast.Window{Start: lat(13, 0), Mean: 100}, 0, false},
 		{"worse", forecast.Window{Start: lat(3, 0), Mean: 500}, -0.25, false},
 	}

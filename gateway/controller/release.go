@@ -41,6 +41,9 @@ type releaser struct {
 
 	deps
 	redecider *redecider // nil: a decision stands until its time
+	// place moves obj's pinning when re-deciding moves its zone (place.go);
+	// nil: re-deciding moves the time only (Pods).
+	place *placer
 }
 
 // deps are what the workload reconcilers (releaser, recorder) act with.
@@ -62,6 +65,7 @@ func jobReleaser() *releaser {
 		},
 		release:    func(o client.Object) { o.(*batchv1.Job).Spec.Suspend = new(false) },
 		cannotTake: nodesCannotTake(func(o client.Object) *corev1.PodSpec { return &o.(*batchv1.Job).Spec.Template.Spec }),
+		place:      jobPlacer(),
 	}
 }
 

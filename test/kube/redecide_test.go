@@ -91,7 +91,7 @@ func (e *ctlEnv) testRedecide(t *testing.T, g *gate) {
 		t.Errorf("moved to %+v, want a start by %v in DE, release-by unchanged", moved, releaseBy)
 	}
 	e.checkEvents(t, ns, "shift", "Redecided")
-	if n := g.metric(t, `carbongate_controller_redecisions_total{kind="job",outcome="moved"}`); n < 1 {
+	if n := g.metric(t, `carbongate_controller_redecisions_total{kind="job",move="time",outcome="moved"}`); n < 1 {
 		t.Errorf("moved counter %v, want at least 1", n)
 	}
 	if gr := g.metric(t, `carbongate_controller_redecision_gain_grams_total{workload_namespace="redecide"}`); !(gr > 0) {
