@@ -5,12 +5,16 @@ package kube
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/test/services"
 )
 
 // testRedecide: a Job held to the worst hour of DE's forecast (its
@@ -99,4 +103,110 @@ func (e *ctlEnv) testRedecide(t *testing.T, g *gate) {
 	}
 	ra := released(t, 60*time.Second, "moved job", func() (metav1.Object, error) { return jobs.Get(ctx, "shift", metav1.GetOptions{}) })
 	checkOnTime(t, ra, hold.ReasonScheduled)
+}
+
+// testRedecidePlace: a Job held in the zone of its three candidates whose
+// forecast is worst (its decision signed with the candidates, its pod
+// template pinned to that region under a requirement of its own, in a
+// namespace the webhook does not see) is moved by the controller at the
+// next forecast hour to another candidate zone: the real API server takes
+// the new node affinity of the suspended Job in the same patch as the
+// re-signed decision, the user's requirement kept; it is then released.
+func (e *ctlEnv) testRedecidePlace(t *testing.T, g *gate) {
+	ctx := context.Background()
+	ns := "redecide-place"
+	e.c.namespace(t, ns, nil)
+	cands := []hold.Candidate{{Zone: "NL", Region: "westeurope"}, {Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Region: "polandcentral"}}
+	now := g.now(t).Truncate(time.Hour)
+	// Each zone's best one-hour window of ten hours from 6 hours ahead (the
+	// replay clock runs an hour a second): the job is held at the worst
+	// zone's, which another zone's beats by far more than the gain.
+	from, to := now.Add(6*time.Hour), now.Add(16*time.Hour)
+	var held, best placeMean
+	for _, c := range cands {
+		m := g.bestWindow(t, c.Zone, from, to)
+		if held.zone == "" || m.mean > held.mean {
+			held = m
+		}
+		if best.zone == "" || m.mean < best.mean {
+			best = m
+		}
+	}
+	if !(best.mean < 0.8*held.mean) {
+		t.Fatalf("the candidates' best windows %+v and %+v are within 20%%: too close to test a move of place", best, held)
+	}
+	heldCand, _ := hold.Find(cands, held.zone)
+	d := hold.Decision{Region: heldCand.Region, Zone: held.zone, Start: held.start, ReleaseBy: to.Add(-time.Hour)}
+	a := d.Annotations()
+	a[hold.AnnotationCandidates] = hold.FormatCandidates(cands)
+	a[hold.AnnotationSignature] = e.signer.Sign(hold.Subject{Kind: "Job", Namespace: ns, Name: "travel"}, a)
+	a["carbongate.io/provenance"] = fmt.Sprintf(`{"start":%q,"end":%q,"zone":%q}`, held.start.Format(time.RFC3339), held.start.Add(time.Hour).Format(time.RFC3339), held.zone)
+	own := corev1.NodeSelectorRequirement{Key: "kubernetes.io/os", Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}
+	j := testJob("travel", a)
+	j.Labels = map[string]string{hold.Label: hold.Held}
+	j.Spec.Suspend = new(true)
+	j.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{own,
+			{Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{heldCand.Region}}}}}}}}
+	jobs := e.c.kube.BatchV1().Jobs(ns)
+	if _, err := jobs.Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var moved hold.Decision
+	var got *batchv1.Job
+	eventually(t, 20*time.Second, "the hold moved to another zone", func() (err error) {
+		if got, err = jobs.Get(ctx, "travel", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if moved, err = hold.Parse(got.Annotations); err != nil {
+			return err
+		}
+		if moved.Zone == held.zone {
+			return fmt.Errorf("still in %s at %v", moved.Zone, moved.Start)
+		}
+		return e.signer.Verify(hold.Subject{Kind: "Job", Namespace: ns, Name: "travel"}, got.Annotations)
+	})
+	t.Logf("held in %s at %v (%.0f gCO2eq/kWh, %s's best %.0f), moved to %s at %v", held.zone, held.start.Format(time.RFC3339), held.mean, best.zone, best.mean, moved.Zone, moved.Start.Format(time.RFC3339))
+	to2, ok := hold.Find(cands, moved.Zone)
+	if !ok || moved.Region != to2.Region || moved.Start.After(d.ReleaseBy) || !moved.ReleaseBy.Equal(d.ReleaseBy) {
+		t.Errorf("moved to %+v, want a candidate's zone and region, by the release-by %v", moved, d.ReleaseBy)
+	}
+	terms := got.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if want := []corev1.NodeSelectorRequirement{own, {Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{to2.Region}}}; len(terms) != 1 || !reflect.DeepEqual(terms[0].MatchExpressions, want) {
+		t.Errorf("pod template's node affinity %+v, want %+v", terms, want)
+	}
+	e.checkEvents(t, ns, "travel", "Redecided")
+	metrics := g.get(t, "/metrics")
+	var place float64
+	for _, move := range []string{"place", "place-and-time"} {
+		v, _ := services.MetricValue(t, metrics, `carbongate_controller_redecisions_total{kind="job",move="`+move+`",outcome="moved"}`)
+		place += v
+	}
+	if place < 1 {
+		t.Errorf("moves of place counted %v, want at least 1", place)
+	}
+	ra := released(t, 60*time.Second, "moved job", func() (metav1.Object, error) { return jobs.Get(ctx, "travel", metav1.GetOptions{}) })
+	checkOnTime(t, ra, hold.ReasonScheduled)
+}
+
+// placeMean is a zone's best one-hour window and its forecast mean.
+type placeMean struct {
+	zone  string
+	start time.Time
+	mean  float64
+}
+
+// bestWindow asks g for zone's best one-hour window from `from` that ends
+// by to.
+func (g *gate) bestWindow(t *testing.T, zone string, from, to time.Time) placeMean {
+	t.Helper()
+	var out struct {
+		Decision struct {
+			Start time.Time `json:"start"`
+			Mean  float64   `json:"mean_intensity"`
+		} `json:"decision"`
+	}
+	g.post(t, "/v1/schedule", map[string]any{"zones": []string{zone}, "duration": "PT1H",
+		"earliest_start": from.Format(time.RFC3339), "deadline": to.Format(time.RFC3339)}, &out)
+	return placeMean{zone, out.Decision.Start, out.Decision.Mean}
 }
