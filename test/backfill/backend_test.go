@@ -10,7 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/carbongate/carbongate/forecast"
 	storeconnect "github.com/carbongate/carbongate/forecast/store/connect"
+	"github.com/carbongate/carbongate/internal/pgwire"
 	"github.com/carbongate/carbongate/test/services"
 )
 
@@ -138,12 +140,19 @@ func (be backend) waitIdle(tb testing.TB, uri string) {
 	}
 }
 
+// crateDB classifies CrateDB's errors as carbongate's CrateDB backends do.
+var crateDB = pgwire.Backend{Name: "cratedb", CrateDB: true}
+
 // consistentWhileWriting checks what holds while a backfill is writing to
 // the database of url: on an atomic backend all of consistent (PostgreSQL
 // reads a statement's subqueries in one snapshot); on CrateDB, whose
 // subqueries each read a table as last refreshed when they run (a write
 // refreshed between two of them made 1,246 rows look duplicated), only
-// that no key is stored twice, counted in one scan of the table.
+// that no key is stored twice, counted in one scan of the table. Right
+// after a restart CrateDB may still answer a table's queries "shard N is
+// not available" (a shard recovering while the node already serves): the
+// scan is retried while the product's own classification of CrateDB's
+// errors says EUNAVAILABLE, for up to 30 s.
 func (be backend) consistentWhileWriting(tb testing.TB, url string) {
 	tb.Helper()
 	if be.atomic {
@@ -155,9 +164,16 @@ func (be backend) consistentWhileWriting(tb testing.TB, url string) {
 	c := connect(ctx, tb, url)
 	defer c.Close(context.Background())
 	var rows, distinct int
-	if err := c.QueryRow(ctx, `SELECT count(*), count(DISTINCT zone || '|' || signal || '|' || model_name || '|' || model_version || '|' ||
-		CAST(issued_at AS TEXT) || '|' || CAST(target_time AS TEXT)) FROM forecasts`).Scan(&rows, &distinct); err != nil {
-		tb.Fatal(err)
+	for {
+		err := c.QueryRow(ctx, `SELECT count(*), count(DISTINCT zone || '|' || signal || '|' || model_name || '|' || model_version || '|' ||
+			CAST(issued_at AS TEXT) || '|' || CAST(target_time AS TEXT)) FROM forecasts`).Scan(&rows, &distinct)
+		if err == nil {
+			break
+		}
+		if forecast.ErrorCode(crateDB.Classify(ctx, "scan", err)) != forecast.EUNAVAILABLE || ctx.Err() != nil {
+			tb.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if rows != distinct {
 		tb.Errorf("%d rows but %d distinct keys", rows, distinct)
