@@ -347,16 +347,25 @@ func TestBindingHold(t *testing.T) {
 	}
 }
 
-// TestBindingRedecided: the controller's move of a held binding's start
-// (the decision re-signed) survives the webhook's UPDATE; the same change
-// unsigned, or on a binding no longer held, is put back.
-func TestBindingRedecided(t *testing.T) {
-	t.Parallel()
+// heldBinding admits web/api, a binding over threeMembers whose workload
+// has a deadline, into a holding webhook whose scheduler ranks DE first:
+// the webhook and the binding it placed and held.
+func heldBinding(t *testing.T) (*Webhook, placed) {
+	t.Helper()
 	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339)}
 	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}},
 		Bindings{Federation: fakeFederation{workloads: map[string]map[string]string{"web/api": deadline}}, Hold: true})
 	var got placed
 	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &got)
+	return w, got
+}
+
+// TestBindingRedecided: the controller's move of a held binding's start
+// (the decision re-signed) survives the webhook's UPDATE; the same change
+// unsigned, or on a binding no longer held, is put back.
+func TestBindingRedecided(t *testing.T) {
+	t.Parallel()
+	w, got := heldBinding(t)
 	held := got.Metadata.Annotations
 	moved := t0.Add(2 * time.Hour).Format(time.RFC3339)
 	for _, c := range []struct {

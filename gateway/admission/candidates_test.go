@@ -129,11 +129,7 @@ func TestUpdateKeepsTheControllersPlaceMove(t *testing.T) {
 // old member and narrowing are put back.
 func TestBindingPlaceMoved(t *testing.T) {
 	t.Parallel()
-	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339)}
-	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}},
-		Bindings{Federation: fakeFederation{workloads: map[string]map[string]string{"web/api": deadline}}, Hold: true})
-	var got placed
-	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &got)
+	w, got := heldBinding(t)
 	held := got.Metadata.Annotations
 	cs, ok, err := hold.ParseCandidates(held)
 	if err != nil || !ok || len(cs) != 3 {
