@@ -43,8 +43,9 @@ type CrateDB struct {
 	// StartTime is how long the start took until the first query answered.
 	StartTime time.Duration
 
-	home string              // CRATE_HOME the server runs from
-	cred *syscall.Credential // the unprivileged user when root
+	transportPort int                 // node-to-node port (a single node: unused, still bound)
+	home          string              // CRATE_HOME the server runs from
+	cred          *syscall.Credential // the unprivileged user when root
 
 	server         // the current process
 	isPrivate bool // started by StartPrivateCrateDB: may be stopped
@@ -90,7 +91,9 @@ func (c *CrateDB) Stop(tb testing.TB) {
 }
 
 // Start starts a stopped server again on the same ports and data, and
-// returns once a query answers. Only for servers of StartPrivateCrateDB.
+// returns once a query answers. The ports stay held while the server is
+// down (see PortHold); if another process took one all the same, Start
+// fails naming that process. Only for servers of StartPrivateCrateDB.
 func (c *CrateDB) Start(tb testing.TB) {
 	tb.Helper()
 	if !c.isPrivate {
@@ -130,6 +133,7 @@ func startCrateDB(home string) (*CrateDB, error) {
 	}
 	begin := time.Now()
 	if err := c.start(); err != nil {
+		c.releasePorts()
 		c.lock.Close()
 		os.RemoveAll(c.dir)
 		return nil, err
@@ -282,16 +286,12 @@ func copyFile(from, to string) error {
 // answers a query, retrying with new ports on a port collision.
 func (c *CrateDB) start() error {
 	pick := func() error {
-		var ports [3]int
-		for i := range ports {
-			p, err := freePort()
-			if err != nil {
-				return err
-			}
-			ports[i] = p
+		ports, err := c.holdPorts(3)
+		if err != nil {
+			return err
 		}
-		c.HTTPPort, c.PSQLPort = ports[0], ports[1]
-		return c.writeConfig(ports[2])
+		c.HTTPPort, c.PSQLPort, c.transportPort = ports[0], ports[1], ports[2]
+		return c.writeConfig()
 	}
 	return c.run(pick, c.ready)
 }
@@ -299,7 +299,8 @@ func (c *CrateDB) start() error {
 // run launches the server (pick: new ports, nil: the same) and keeps its
 // process once ready answers nil.
 func (c *CrateDB) run(pick func() error, ready func(context.Context) error) error {
-	proc, err := startServer(pick, c.launch, ready)
+	ports := func() []int { return []int{c.HTTPPort, c.PSQLPort, c.transportPort} }
+	proc, err := startServer(pick, ports, c.launch, ready)
 	if err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func (c *CrateDB) run(pick func() error, ready func(context.Context) error) erro
 // space in bytes: CrateDB's default percentages of the disk's size (90 %
 // used) stop every shard allocation, so every CREATE TABLE, on a large
 // disk with tens of gigabytes still free, as a test machine's often is.
-func (c *CrateDB) writeConfig(transportPort int) error {
+func (c *CrateDB) writeConfig() error {
 	yml := fmt.Sprintf(`cluster.name: carbongate-test
 node.name: carbongate-test
 network.host: %s
@@ -333,7 +334,7 @@ auth.host_based.config:
     user: %s
     address: _local_
     method: trust
-`, c.Host, c.HTTPPort, c.PSQLPort, transportPort,
+`, c.Host, c.HTTPPort, c.PSQLPort, c.transportPort,
 		filepath.Join(c.dir, "data"), filepath.Join(c.dir, "logs"), crateUser)
 	path := filepath.Join(c.dir, "conf", "crate.yml")
 	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {

@@ -9,7 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
+	"testing"
 )
 
 // portSeq numbers the ports FreePort hands out, so that start can tell
@@ -136,4 +139,118 @@ func processGroup(dir string) int {
 		return -1
 	}
 	return g
+}
+
+// PortHold keeps a TCP port of 127.0.0.1 for one server across its
+// starts, stops and restarts. It is a socket bound to the port with
+// SO_REUSEADDR that never listens: the kernel hands the port to no one
+// else while it is bound (not to a bind to port 0, as FreePort does, nor
+// as the local port of an outgoing connection), yet a server that sets
+// SO_REUSEADDR on its listener, as Go, PostgreSQL, CrateDB and Podman's
+// host network do, listens on it alongside. A connection to a held port
+// that no server listens on is refused, as to a free one. A server that
+// does not set SO_REUSEADDR cannot bind a held port: use FreePort for it.
+type PortHold struct {
+	Port int
+	fd   int
+	once sync.Once
+}
+
+// HoldPort binds a new PortHold to a free port chosen by the kernel, so
+// there is no moment between choosing the port and holding it, and marks
+// the port handed out like FreePort's.
+func HoldPort() (*PortHold, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("hold a port: %w", err)
+	}
+	h := &PortHold{fd: fd}
+	for range 100 {
+		if err := h.bind(); err != nil {
+			syscall.Close(fd)
+			return nil, err
+		}
+		if _, taken := handedOut.LoadOrStore(h.Port, portSeq.Add(1)); !taken {
+			return h, nil
+		}
+		// Handed out by FreePort and not yet bound by its taker: try another.
+		syscall.Close(fd)
+		if fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("hold a port: %w", err)
+		}
+		h.fd = fd
+	}
+	syscall.Close(fd)
+	return nil, errors.New("hold a port: no free port after 100 tries")
+}
+
+// bind binds h's socket, with SO_REUSEADDR, to port 0 of 127.0.0.1 and
+// sets h.Port to the port the kernel chose.
+func (h *PortHold) bind() error {
+	if err := syscall.SetsockoptInt(h.fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		return fmt.Errorf("hold a port: %w", err)
+	}
+	if err := syscall.Bind(h.fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("hold a port: %w", err)
+	}
+	sa, err := syscall.Getsockname(h.fd)
+	if err != nil {
+		return fmt.Errorf("hold a port: %w", err)
+	}
+	h.Port = sa.(*syscall.SockaddrInet4).Port
+	return nil
+}
+
+// Release lets the port go. It is idempotent.
+func (h *PortHold) Release() { h.once.Do(func() { syscall.Close(h.fd) }) }
+
+// HeldPort returns a free port of 127.0.0.1 held (see PortHold) until
+// tb's cleanup: for a server that restarts on the same port, which no
+// other process can take while the server is down.
+func HeldPort(tb testing.TB) int {
+	tb.Helper()
+	h, err := HoldPort()
+	if err != nil {
+		tb.Fatalf("services: %v", err)
+	}
+	tb.Cleanup(h.Release)
+	return h.Port
+}
+
+// CheckListener returns an error naming the process when a socket
+// listening on port belongs to no process of the process group led by
+// pid: an answer on port then came from another server. A port no one
+// listens on passes.
+func CheckListener(pid, port int) error {
+	if err := foreignListener(pid, []int{port}); err != nil {
+		return fmt.Errorf("%w (%s)", err, listeners(port))
+	}
+	return nil
+}
+
+// listeners describes the processes listening on port, for an error
+// message: "pid 123 (postgres)", or "no process found".
+func listeners(port int) string {
+	inodes, err := listeningInodes([]int{port})
+	if err != nil || len(inodes) == 0 {
+		return "no process found listening"
+	}
+	var who []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range procs {
+		fds, _ := filepath.Glob(dir + "/fd/*")
+		for _, fd := range fds {
+			link, err := os.Readlink(fd)
+			inode, ok := strings.CutPrefix(link, "socket:[")
+			if _, listening := inodes[strings.TrimSuffix(inode, "]")]; err == nil && ok && listening {
+				comm, _ := os.ReadFile(dir + "/comm")
+				who = append(who, fmt.Sprintf("pid %s (%s)", filepath.Base(dir), strings.TrimSpace(string(comm))))
+				break
+			}
+		}
+	}
+	if len(who) == 0 {
+		return "listening process not found"
+	}
+	return "listening: " + strings.Join(who, ", ")
 }

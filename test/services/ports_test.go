@@ -54,3 +54,55 @@ func TestPortsSince(t *testing.T) {
 		t.Fatalf("portsSince = %v, want [%d %d] (upstream %d is not the attempt's)", got, own, other, upstream)
 	}
 }
+
+// TestPortHold checks what restarts on the same port rely on: a server
+// listens on a held port (again after it stopped), connections to it
+// while no one listens are refused, and the kernel hands it to no bind to
+// port 0 (how FreePort and most servers choose ports) while ports merely
+// closed, the positive control, are handed out again.
+func TestPortHold(t *testing.T) {
+	port := HeldPort(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("a connection to held port %d with no listener was accepted", port)
+	}
+	for range 2 {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen on held port %d: %v", port, err)
+		}
+		l.Close()
+	}
+
+	const n = 64
+	held, closed := map[int]bool{}, map[int]bool{}
+	for range n {
+		held[HeldPort(t)] = true
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed[l.Addr().(*net.TCPAddr).Port] = true
+		l.Close()
+	}
+	var heldHits, closedHits int
+	for range 20000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if held[p] || p == port {
+			heldHits++
+		}
+		if closed[p] {
+			closedHits++
+		}
+	}
+	if heldHits != 0 || closedHits == 0 {
+		t.Fatalf("20000 binds to port 0 got a held port %d times and a closed one %d times, want 0 and some", heldHits, closedHits)
+	}
+	t.Logf("20000 binds to port 0: closed ports (%d) handed out %d times, held ones (%d) never", n, closedHits, n)
+}

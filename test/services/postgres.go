@@ -3,7 +3,6 @@ package services
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -131,6 +130,7 @@ func startPostgres(bin string, isShared bool) (*Postgres, error) {
 		return nil, err
 	}
 	if err := p.start(true); err != nil {
+		p.releasePorts()
 		p.lock.Close()
 		os.RemoveAll(p.dir)
 		return nil, err
@@ -229,17 +229,20 @@ func (p *Postgres) initdb() error {
 	return nil
 }
 
-// start runs the server on p.Port, or on fresh free ports (retrying on a
+// start runs the server on p.Port, or on a fresh held port (retrying on a
 // port collision) when pickPort, and waits until it accepts queries.
 func (p *Postgres) start(pickPort bool) error {
 	var pick func() error
 	if pickPort {
-		pick = func() (err error) {
-			p.Port, err = freePort()
+		pick = func() error {
+			ports, err := p.holdPorts(1)
+			if err == nil {
+				p.Port = ports[0]
+			}
 			return err
 		}
 	}
-	proc, err := startServer(pick, p.launch, p.ready)
+	proc, err := startServer(pick, func() []int { return []int{p.Port} }, p.launch, p.ready)
 	if err != nil {
 		return err
 	}
@@ -247,23 +250,6 @@ func (p *Postgres) start(pickPort bool) error {
 	p.proc = proc
 	p.mu.Unlock()
 	return nil
-}
-
-// freePort is FreePort without a test (the shared server outlives the
-// test that starts it).
-func freePort() (int, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if _, taken := handedOut.LoadOrStore(port, portSeq.Add(1)); !taken {
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port after 100 tries")
 }
 
 // launch starts the postmaster as the postgres OS user when root. Its
@@ -361,8 +347,10 @@ func (p *Postgres) Stop(tb testing.TB) {
 	p.stop()
 }
 
-// Start starts a stopped server again on the same port and data. Only for
-// servers of StartPrivatePostgres.
+// Start starts a stopped server again on the same port and data. The port
+// stays held while the server is down (see PortHold); if another process
+// took it all the same, Start fails naming that process. Only for servers
+// of StartPrivatePostgres.
 func (p *Postgres) Start(tb testing.TB) {
 	tb.Helper()
 	if p.shared {

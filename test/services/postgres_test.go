@@ -5,7 +5,10 @@ package services_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +127,27 @@ func TestPostgresPrivateRestart(t *testing.T) {
 	pg.Restart(t)
 	if got := pgQueryString(t, pgConnect(t, url), "SELECT x::text FROM kept"); got != "42" {
 		t.Fatalf("after Restart: x=%s, want 42", got)
+	}
+
+	// The port stays held while the server is down, so only a process
+	// that binds that very port can take it: then Start fails at once,
+	// naming it, and succeeds once it has let go.
+	pg.Stop(t)
+	thief, err := net.Listen("tcp", net.JoinHostPort(pg.Host, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("listen on the stopped server's port: %v", err)
+	}
+	ftb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() { defer close(done); pg.Start(ftb) }()
+	<-done
+	thief.Close()
+	if want := fmt.Sprintf("pid %d (", os.Getpid()); !strings.Contains(ftb.msg, "taken by another process") || !strings.Contains(ftb.msg, want) {
+		t.Fatalf("Start on a taken port: %q, want it to say the port was taken by %s…)", ftb.msg, want)
+	}
+	pg.Start(t)
+	if got := pgQueryString(t, pgConnect(t, url), "SELECT x::text FROM kept"); got != "42" {
+		t.Fatalf("after the port came back: x=%s, want 42", got)
 	}
 }
 

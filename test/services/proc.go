@@ -201,10 +201,13 @@ func startProc(name, logPath string, cmd *exec.Cmd, pdeath syscall.Signal, cred 
 }
 
 // startServer runs a server that outlives the test starting it: pick
-// chooses its ports (nil: keep them), launch starts it; on a port
-// collision both are called again, up to 3 times. It returns the process
-// once ready answers nil.
-func startServer(pick func() error, launch func() (*Proc, error), ready func(context.Context) error) (*Proc, error) {
+// chooses its ports (nil: keep them, a restart), launch starts it; on a
+// port collision both are called again, up to 3 times. It returns the
+// process once ready answers nil and no other process listens on one of
+// ports (then ready may have been answered by that process). A restart
+// whose port another process took fails at once, naming that process:
+// its clients hold URLs with that port, so it cannot move.
+func startServer(pick func() error, ports func() []int, launch func() (*Proc, error), ready func(context.Context) error) (*Proc, error) {
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		if pick != nil {
@@ -216,16 +219,30 @@ func startServer(pick func() error, launch func() (*Proc, error), ready func(con
 		if err != nil {
 			return nil, err
 		}
-		if err = waitReady(proc, ready, nil, DefaultStartTimeout); err == nil {
+		if err = waitReady(proc, ready, ports(), DefaultStartTimeout); err == nil {
 			return proc, nil
 		}
 		proc.Kill()
+		clash := errors.Is(err, errPortTaken) || portClash(proc.Log())
+		if clash && pick == nil {
+			return nil, fmt.Errorf("%s restart: its port %v was taken by another process while it was down (%s): %w\n--- log (tail) ---\n%s",
+				proc.Name, ports(), portsListeners(ports()), err, proc.logTail(8000))
+		}
 		lastErr = fmt.Errorf("%s not ready: %w\n--- log (tail) ---\n%s", proc.Name, err, proc.logTail(8000))
-		if pick == nil || !portClash(proc.Log()) {
+		if !clash {
 			break
 		}
 	}
 	return nil, lastErr
+}
+
+// portsListeners describes who listens on each of ports.
+func portsListeners(ports []int) string {
+	var s []string
+	for _, p := range ports {
+		s = append(s, fmt.Sprintf("port %d: %s", p, listeners(p)))
+	}
+	return strings.Join(s, "; ")
 }
 
 // waitReady polls ready until it passes while p runs. A pass counts only

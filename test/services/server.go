@@ -35,6 +35,33 @@ type server struct {
 	dir     string         // run dir, removed when a private server is cleaned up
 	lock    *os.File       // held while the server runs
 	stopSig syscall.Signal // the server's clean shutdown
+	holds   []*PortHold    // its ports, held across restarts
+}
+
+// holdPorts lets go of s's ports and holds n new ones (see PortHold), so
+// that no other process takes one while s is down between a Stop and a
+// Start. It returns their numbers.
+func (s *server) holdPorts(n int) ([]int, error) {
+	s.releasePorts()
+	ports := make([]int, n)
+	for i := range ports {
+		h, err := HoldPort()
+		if err != nil {
+			s.releasePorts()
+			return nil, err
+		}
+		s.holds = append(s.holds, h)
+		ports[i] = h.Port
+	}
+	return ports, nil
+}
+
+// releasePorts lets go of s's ports.
+func (s *server) releasePorts() {
+	for _, h := range s.holds {
+		h.Release()
+	}
+	s.holds = nil
 }
 
 // Running reports whether the server process is up.
@@ -72,6 +99,7 @@ func (s *server) private(tb testing.TB, what string) {
 			tb.Logf("services: %s log (tail):\n%s", what, s.logTail(6000))
 		}
 		s.stop()
+		s.releasePorts()
 		s.lock.Close()
 		if err := os.RemoveAll(s.dir); err != nil {
 			tb.Logf("services: remove %s dir: %v", what, err)
