@@ -235,9 +235,10 @@ func killAndResume(t *testing.T, be backend) {
 }
 
 // startServe starts carbonserve on the models dir and returns it with its
-// REST port: on a free port (fresh ones again if another process takes it
-// before carbonserve binds it, or answers the readiness check on it) when
-// port is 0, else on port, as a restarted server must be.
+// REST port: on a port held for the test when port is 0 (fresh ones again
+// if another process answers the readiness check on it), else on port,
+// as a restarted server must be. The hold keeps other processes from
+// taking the port while the server is down (see services.PortHold).
 func startServe(t *testing.T, bin, models string, port int) (*services.Proc, int) {
 	t.Helper()
 	fixed := port
@@ -245,7 +246,7 @@ func startServe(t *testing.T, bin, models string, port int) (*services.Proc, int
 		Name: "carbonserve", Path: filepath.Join(bin, "carbonserve"),
 		ArgsFor: func() []string {
 			if port = fixed; port == 0 {
-				port = services.FreePort(t)
+				port = services.HeldPort(t)
 			}
 			return []string{"--host", "127.0.0.1", "--http_port", strconv.Itoa(port), "--grpc_port", "0",
 				"--models", models, "--signal", "direct", "--drain-delay", "0s", "--reload-interval", "0"}
