@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,10 @@ func TestImages(t *testing.T) {
 	}
 
 	t.Run("gateway serves", func(t *testing.T) {
-		port := services.FreePort(t)
+		// Held, the port goes to no other process between here and the
+		// container binding it (the gateway sets SO_REUSEADDR, as every
+		// Go server does, so it listens on it all the same).
+		port := services.HeldPort(t)
 		cname := fmt.Sprintf("carbongate-image-test-%d", port)
 		run(t, ctx, p, "run", "-d", "--name", cname, "--network", "host", want[0], "--addr", fmt.Sprintf("127.0.0.1:%d", port))
 		t.Cleanup(func() { exec.Command(p, "rm", "-f", cname).Run() })
@@ -115,13 +119,27 @@ func TestImages(t *testing.T) {
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return
+					break
 				}
 			}
 			if time.Now().After(deadline) {
 				logs, _ := exec.Command(p, "logs", cname).CombinedOutput()
 				t.Fatalf("GET %s: no 200 within 30 s (%v)\n%s", url, err, logs)
 			}
+		}
+		// The 200 counts only if the container's process is the one
+		// listening: else another server answered on the port.
+		pid, err := strconv.Atoi(strings.TrimSpace(run(t, ctx, p, "inspect", "--format", "{{.State.Pid}}", cname)))
+		if err != nil {
+			t.Fatalf("container pid: %v", err)
+		}
+		if err := services.CheckListener(pid, port); err != nil {
+			t.Fatalf("GET %s answered, but not by the container (pid %d): %v", url, pid, err)
+		}
+		// Positive control: the check tells listeners apart (this test
+		// process holds the port but does not listen on it).
+		if err := services.CheckListener(os.Getpid(), port); err == nil {
+			t.Fatalf("CheckListener took the container's listener on %d for this process's", port)
 		}
 	})
 }
