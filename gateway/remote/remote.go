@@ -287,10 +287,14 @@ func (f *Forecaster) invalidate() {
 // retry calls call until it succeeds, fails with something other than
 // "not ready", or the deadline leaves no room for the next pause; it
 // returns call's last error, also when ctx ends during a pause. A retry
-// that ctx ends before its answer came back returns the "not ready" answer
-// it retried: whether the last retry starts just in time to be answered
-// or is cut short is a matter of timing (on a loaded machine it often is
-// cut), and the upstream still not being ready is the news either way.
+// that the deadline cuts short returns the "not ready" answer it retried:
+// whether the last retry starts just in time to be answered or is cut
+// short is a matter of timing (on a loaded machine it often is cut), and
+// the upstream still not being ready is the news either way. The deadline
+// cut it when ctx has ended or when the call failed with a deadline error:
+// a gRPC server ends the call with DEADLINE_EXCEEDED at the deadline it
+// was sent, and on a loaded machine that answer can come in before ctx's
+// own timer has fired.
 func (f *Forecaster) retry(ctx context.Context, call func() error) error {
 	var last, notReady error
 	p := retry.Policy{
@@ -307,7 +311,7 @@ func (f *Forecaster) retry(ctx context.Context, call func() error) error {
 	switch {
 	case err == nil:
 		return nil
-	case notReady != nil && ctx.Err() != nil:
+	case notReady != nil && (ctx.Err() != nil || errors.Is(last, context.DeadlineExceeded)):
 		return notReady
 	}
 	return last

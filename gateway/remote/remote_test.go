@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -211,6 +212,56 @@ func TestNotReadyUntilTheDeadline(t *testing.T) {
 	if got := b.Infers(); got != 3 {
 		t.Fatalf("%d infer calls, want 3 (one before, the not-ready one, the retry the deadline cut)", got)
 	}
+}
+
+// TestNotReadyDeadlineReported: a retry of a "not ready" answer that ends
+// with the server's report of the deadline (gRPC's DEADLINE_EXCEEDED,
+// sent at the grpc-timeout the server got) fails as not ready, as when
+// the caller's own context ends first. On a loaded machine that report
+// can come in before the context's timer fires: TestNotReady/grpc then
+// failed as a timeout (6 of 240 runs at load 7-11, with 10 "not ready"
+// answers received within the deadline).
+func TestNotReadyDeadlineReported(t *testing.T) {
+	t.Parallel()
+	b := remotetest.NewBackend("m", 24, 48, 5)
+	s := remotetest.ServeREST(t, b, "DE")
+	c := &deadlineReported{inProcess: inProcess{b}}
+	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: c, History: flatHistory{},
+		Timeout: time.Minute, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
+		t.Fatal(err) // the contract is known from here on: infer calls only
+	}
+	b.SetNotReady(1)
+	c.report.Store(true) // the retry gets the deadline report, long before the minute
+	_, err = f.Forecast(context.Background(), request("DE", 24))
+	if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("err=%v, want EUNAVAILABLE not ready", err)
+	}
+	if got := b.Infers(); got != 3 {
+		t.Fatalf("%d infer calls, want 3 (one before, the not-ready one, the retry the deadline report ended)", got)
+	}
+}
+
+// deadlineReported is inProcess whose Infer, once report is set, answers
+// what a gRPC client makes of a server's DEADLINE_EXCEEDED (an EUNAVAILABLE
+// error with context.DeadlineExceeded in its chain) in place of a ready
+// answer, while the caller's context is still live.
+type deadlineReported struct {
+	inProcess
+	report atomic.Bool
+}
+
+func (c *deadlineReported) Infer(ctx context.Context, model, version string, req *oip.InferenceRequest) (*oip.InferenceResponse, error) {
+	resp, err := c.inProcess.Infer(ctx, model, version, req)
+	if err == nil && c.report.Load() {
+		return nil, &forecast.Error{Code: forecast.EUNAVAILABLE, Message: "ModelInfer: deadline exceeded",
+			Err: fmt.Errorf("%w: rpc error: code = DeadlineExceeded desc = context deadline exceeded", context.DeadlineExceeded)}
+	}
+	return resp, err
 }
 
 // inProcess is an oip.Client that calls a remotetest.Backend directly.
