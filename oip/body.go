@@ -34,6 +34,10 @@ func NewBodyBudget(size, free int64) *BodyBudget {
 // Size returns the budget's size in bytes.
 func (b *BodyBudget) Size() int64 { return b.size }
 
+// Left returns the bytes of the budget not held now: what tests wait on
+// to know that stalled bodies have drawn on it.
+func (b *BodyBudget) Left() int64 { return b.left.Load() }
+
 // Take takes n bytes from the budget (the caller has taken off any free
 // part) for memory a request holds other than its body, such as a large
 // answer's data; false, taking nothing, when the budget has less left.

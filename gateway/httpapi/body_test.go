@@ -138,7 +138,7 @@ func TestBodyBudget(t *testing.T) {
 	var shedBody []byte
 	var shedComplete bool
 	var mu sync.Mutex
-	_, ts := newTestServerWith(t, func(c *Config) {
+	apiSrv, ts := newTestServerWith(t, func(c *Config) {
 		c.BodyBudget = 1 << 20
 		c.Routes = []httpedge.Route{
 			{Prefix: "/big", MaxBody: 4 << 20},
@@ -165,9 +165,11 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatalf("1 MiB body: %d %s", resp.StatusCode, body)
 	}
 	// Two clients send 300 KiB of a 1 MiB body each and stall: they hold
-	// 2 × 448 KiB of the budget, too much for another 1 MiB body.
+	// 2 × 448 KiB of the budget (each read buffer doubled to 512 KiB, the
+	// first 64 KiB free), too much for another 1 MiB body. Wait until the
+	// server has read that far into both.
 	slowBodies(t, addr, "/big", 2, 1<<20, 300<<10)
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, func() bool { return apiSrv.budget.Left() == 1<<20-2*(512-64)<<10 })
 	resp, body := do(t, "POST", ts.URL+"/big", "application/json", bytes.Repeat([]byte(" "), 1<<20))
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "bytes of request bodies") {
 		t.Fatalf("large body over the budget: %d %s, want 503 with Retry-After", resp.StatusCode, body)
