@@ -432,15 +432,15 @@ func TestDrainOnClose(t *testing.T) {
 	}
 	closed := make(chan error)
 	go func() { closed <- m.Close() }()
-	time.Sleep(100 * time.Millisecond)
+	// The watch's next answer is the drain: readiness has failed by then.
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("grpc.health.v1 Watch while draining: %v, %v; want NOT_SERVING", r.GetStatus(), err)
+	}
 	if err := rc.ServerReady(ctx); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
 		t.Fatalf("ready while draining: %v", err)
 	}
 	if r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("grpc.health.v1 Check while draining = %v, %v; want NOT_SERVING", r.GetStatus(), err)
-	}
-	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("grpc.health.v1 Watch while draining: %v, %v; want NOT_SERVING", r.GetStatus(), err)
 	}
 	req, _, _ := forecastRequest(1)
 	if _, err := rc.Infer(ctx, "carbon-forecaster-DE", "", req); err != nil {
