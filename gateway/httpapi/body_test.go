@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,10 +50,20 @@ func slowBodies(t *testing.T, addr, path string, n, length, sent int) {
 // requests are answered and the server is ready.
 func TestSlowBodiesHoldNoSlot(t *testing.T) {
 	t.Parallel()
-	_, ts := newTestServerWith(t, func(c *Config) { c.MaxInFlight = 4 })
+	var arrived atomic.Int32 // requests whose headers the server has read
+	_, ts := newTestServerWith(t, func(c *Config) {
+		c.MaxInFlight = 4
+		c.Mount = func(e *echo.Echo) {
+			e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+				return func(c *echo.Context) error { arrived.Add(1); return next(c) }
+			})
+		}
+	})
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	slowBodies(t, addr, "/v1/schedule", 40, 60000, 1)
-	time.Sleep(100 * time.Millisecond) // the server has read their headers
+	// Every slow request is in the middleware chain before the others come:
+	// were its body read after it took a slot, the slots would be held.
+	waitFor(t, func() bool { return arrived.Load() == 40 })
 	for i := range 10 {
 		if resp, body := do(t, "POST", ts.URL+"/v1/schedule", "application/json", []byte(oneZone)); resp.StatusCode != 200 {
 			t.Fatalf("request %d while 40 bodies arrive slowly: %d %s", i, resp.StatusCode, body)
