@@ -471,6 +471,10 @@ func TestVersionChange(t *testing.T) {
 }
 
 // TestCloseWaits: Close waits for calls in flight and refuses new ones.
+// The call in flight hangs in the backend until the test releases it, not
+// until its deadline: with a 150 ms deadline a loaded machine ended the
+// call before it reached the backend, and the test waited for it forever
+// (1 of 117 package runs at load 12).
 func TestCloseWaits(t *testing.T) {
 	t.Parallel()
 	b := remotetest.NewBackend("m", 24, 48, 5)
@@ -479,7 +483,7 @@ func TestCloseWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: c, History: flatHistory{}, Timeout: 150 * time.Millisecond})
+	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: c, History: flatHistory{}, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,10 +496,26 @@ func TestCloseWaits(t *testing.T) {
 		_, err := f.Forecast(context.Background(), request("DE", 24))
 		done <- err
 	}()
-	for b.Infers() < 2 {
-		time.Sleep(time.Millisecond)
+	waitUntil(t, "the call reaches the backend", func() bool { return b.Infers() >= 2 })
+	closed := make(chan struct{})
+	go func() { f.Close(); close(closed) }()
+	// Close has begun once it refuses new calls. The probe's context is
+	// canceled, so that a call let in before that ends at once.
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	waitUntil(t, "Close refuses new calls", func() bool {
+		_, err := f.Forecast(canceled, request("DE", 24))
+		return strings.Contains(forecast.ErrorMessage(err), "no longer routed")
+	})
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a call was in flight")
+	case err := <-done:
+		t.Fatalf("the call in flight ended before the backend let it go: %v", err)
+	default:
 	}
-	f.Close()
+	b.Release() // the hanging call ends
+	<-closed
 	select {
 	case <-done:
 	default:
@@ -503,5 +523,15 @@ func TestCloseWaits(t *testing.T) {
 	}
 	if _, err := f.Forecast(context.Background(), request("DE", 24)); !strings.Contains(forecast.ErrorMessage(err), "no longer routed") {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
 	}
 }
