@@ -146,10 +146,11 @@ func processGroup(dir string) int {
 // SO_REUSEADDR that never listens: the kernel hands the port to no one
 // else while it is bound (not to a bind to port 0, as FreePort does, nor
 // as the local port of an outgoing connection), yet a server that sets
-// SO_REUSEADDR on its listener, as Go, PostgreSQL, CrateDB and Podman's
-// host network do, listens on it alongside. A connection to a held port
-// that no server listens on is refused, as to a free one. A server that
-// does not set SO_REUSEADDR cannot bind a held port: use FreePort for it.
+// SO_REUSEADDR on its listener, as Go servers (also in a container on the
+// host network), PostgreSQL and CrateDB do, listens on it alongside. A
+// connection to a held port that no server listens on is refused, as to a
+// free one. A server that does not set SO_REUSEADDR cannot bind a held
+// port: use FreePort for it.
 type PortHold struct {
 	Port int
 	fd   int
@@ -160,45 +161,39 @@ type PortHold struct {
 // there is no moment between choosing the port and holding it, and marks
 // the port handed out like FreePort's.
 func HoldPort() (*PortHold, error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("hold a port: %w", err)
-	}
-	h := &PortHold{fd: fd}
 	for range 100 {
-		if err := h.bind(); err != nil {
-			syscall.Close(fd)
-			return nil, err
-		}
-		if _, taken := handedOut.LoadOrStore(h.Port, portSeq.Add(1)); !taken {
-			return h, nil
-		}
-		// Handed out by FreePort and not yet bound by its taker: try another.
-		syscall.Close(fd)
-		if fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
+		fd, port, err := bindLoopback()
+		if err != nil {
 			return nil, fmt.Errorf("hold a port: %w", err)
 		}
-		h.fd = fd
+		if _, taken := handedOut.LoadOrStore(port, portSeq.Add(1)); !taken {
+			return &PortHold{Port: port, fd: fd}, nil
+		}
+		syscall.Close(fd) // handed out by FreePort, maybe not bound by its taker yet
 	}
-	syscall.Close(fd)
 	return nil, errors.New("hold a port: no free port after 100 tries")
 }
 
-// bind binds h's socket, with SO_REUSEADDR, to port 0 of 127.0.0.1 and
-// sets h.Port to the port the kernel chose.
-func (h *PortHold) bind() error {
-	if err := syscall.SetsockoptInt(h.fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
-		return fmt.Errorf("hold a port: %w", err)
-	}
-	if err := syscall.Bind(h.fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		return fmt.Errorf("hold a port: %w", err)
-	}
-	sa, err := syscall.Getsockname(h.fd)
+// bindLoopback returns a TCP socket bound with SO_REUSEADDR to a port of
+// 127.0.0.1 that the kernel chose, and that port.
+func bindLoopback() (fd, port int, err error) {
+	fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("hold a port: %w", err)
+		return -1, 0, err
 	}
-	h.Port = sa.(*syscall.SockaddrInet4).Port
-	return nil
+	err = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	if err == nil {
+		err = syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}})
+	}
+	var sa syscall.Sockaddr
+	if err == nil {
+		sa, err = syscall.Getsockname(fd)
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return -1, 0, err
+	}
+	return fd, sa.(*syscall.SockaddrInet4).Port, nil
 }
 
 // Release lets the port go. It is idempotent.
