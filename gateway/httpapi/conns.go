@@ -60,6 +60,8 @@ type ConnLimit struct {
 
 	refused prometheus.Counter
 	evicted prometheus.Counter
+
+	now func() time.Time // the clock queue times are read from (tests set their own)
 }
 
 // NewConnLimit returns a limit of max open connections (0: DefaultMaxConns).
@@ -69,7 +71,7 @@ func NewConnLimit(max int, plain bool) *ConnLimit {
 	if max <= 0 {
 		max = DefaultMaxConns()
 	}
-	l := &ConnLimit{max: max, conns: map[net.Conn]*list.Element{}, refusing: make(chan struct{}, maxRefusing),
+	l := &ConnLimit{max: max, conns: map[net.Conn]*list.Element{}, refusing: make(chan struct{}, maxRefusing), now: time.Now,
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "carbongate_http_conns_refused_total",
 			Help: "Connections refused at the connection limit (every connection busy): answered 503 with Retry-After and closed.",
@@ -132,7 +134,7 @@ func (l *ConnLimit) admit(c net.Conn) bool {
 		l.forget(evict)
 	}
 	l.open++
-	l.conns[c] = l.fresh.push(c)
+	l.conns[c] = l.fresh.push(c, l.now())
 	l.mu.Unlock()
 	if evict != nil {
 		l.evicted.Inc()
@@ -197,7 +199,7 @@ func (l *ConnLimit) ConnState(c net.Conn, s http.ConnState) {
 	switch s {
 	case http.StateIdle:
 		l.unqueue(e)
-		l.conns[c] = l.idle.push(c)
+		l.conns[c] = l.idle.push(c, l.now())
 	case http.StateActive:
 		l.unqueue(e)
 		l.conns[c] = nil
@@ -217,7 +219,10 @@ type queued struct {
 	at   time.Time // when it joined q
 }
 
-func (q *queue) push(c net.Conn) *list.Element { return q.l.PushBack(&queued{c, q, time.Now()}) }
+// push adds c, joining at at, at the back.
+func (q *queue) push(c net.Conn, at time.Time) *list.Element {
+	return q.l.PushBack(&queued{c, q, at})
+}
 
 func (q *queue) remove(e *list.Element) { q.l.Remove(e) }
 
@@ -249,7 +254,7 @@ func (l *ConnLimit) longestUnused() net.Conn {
 	case i == nil:
 		return f.conn
 	}
-	now := time.Now()
+	now := l.now()
 	if now.Sub(i.at) > silentWeight*now.Sub(f.at) {
 		return i.conn
 	}

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,15 +17,40 @@ import (
 // connServer serves handler behind a ConnLimit of max connections.
 func connServer(t *testing.T, max int, handler http.Handler) (string, *ConnLimit) {
 	t.Helper()
+	lim := NewConnLimit(max, true)
+	return serveLimited(t, lim, handler), lim
+}
+
+// serveLimited serves handler behind lim and returns the address.
+func serveLimited(t *testing.T, lim *ConnLimit, handler http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := NewConnLimit(max, true)
 	srv := &http.Server{Handler: handler, ConnState: lim.ConnState, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(lim.Listener(ln))
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), lim
+	return ln.Addr().String()
+}
+
+// stepClock is a clock the test moves; the server reads it from its
+// goroutines.
+type stepClock struct{ ns atomic.Int64 }
+
+func (c *stepClock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *stepClock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// wantClosed fails the test unless the server has closed c: a read ends
+// at the end of the stream (or a reset), not at its deadline.
+func wantClosed(t *testing.T, c net.Conn, br *bufio.Reader, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := br.ReadByte()
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s is still open (read: %v)", what, err)
+	}
 }
 
 // request sends GET path on c (keep-alive) and returns the response.
@@ -87,10 +114,7 @@ func TestConnLimitEvictsIdle(t *testing.T) {
 		t.Fatalf("third connection: %d, want 200 (an idle one evicted)", resp.StatusCode)
 	}
 	// c1, idle longest, was closed; c2 still serves.
-	c1.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := b1.ReadByte(); err == nil {
-		t.Fatal("the longest-idle connection is still open")
-	}
+	wantClosed(t, c1, b1, "the longest-idle connection")
 	if resp, _ := request(t, c2, b2, "/"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("second connection: %d", resp.StatusCode)
 	}
@@ -103,29 +127,34 @@ func TestConnLimitEvictsIdle(t *testing.T) {
 // attack: connections that never send a byte used to fill the limit, and
 // every new client got 503 until the header timeout. Now they are evicted,
 // oldest first, before any keep-alive connection that has been idle for
-// less time than they have been silent.
+// less time than they have been silent. The limit's clock is the test's:
+// with real time, a loaded machine made the silent connections older than
+// a tenth of the keep-alive one's idle second, and the wrong one went (3
+// of 80 package runs at load 15).
 func TestConnLimitEvictsSilentFirst(t *testing.T) {
 	t.Parallel()
-	addr, lim := connServer(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	var clk stepClock
+	lim := NewConnLimit(3, true)
+	lim.now = clk.now
+	addr := serveLimited(t, lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	kept, bk := dial(t, addr)
 	request(t, kept, bk, "/")
 	waitIdle(t, lim, 1)
-	// The keep-alive one, idle for ten times as long as the silent ones are
-	// old, goes first.
-	time.Sleep(time.Second)
+	// The keep-alive one, idle for twenty times as long as the silent ones
+	// are old, goes first.
+	clk.add(10 * time.Second)
 	silent1, b1 := dial(t, addr)
 	silent2, _ := dial(t, addr)
 	defer silent2.Close()
 	waitFor(t, func() bool { return lim.openConns() == 3 })
+	clk.add(500 * time.Millisecond)
 	c, b := dial(t, addr)
 	if resp, _ := request(t, c, b, "/"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("new client with young silent connections: %d, want 200", resp.StatusCode)
 	}
-	kept.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := bk.ReadByte(); err == nil {
-		t.Fatal("the idle keep-alive connection is still open")
-	}
+	wantClosed(t, kept, bk, "the idle keep-alive connection")
 	c.Close()
+	waitFor(t, func() bool { return lim.openConns() == 2 }) // the silent two
 	kept, bk = dial(t, addr)
 	request(t, kept, bk, "/")
 	waitIdle(t, lim, 1)
@@ -135,10 +164,7 @@ func TestConnLimitEvictsSilentFirst(t *testing.T) {
 			t.Fatalf("new client %d with the limit full of silent connections: %d, want 200", i, resp.StatusCode)
 		}
 	}
-	silent1.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := b1.ReadByte(); err == nil {
-		t.Fatal("the oldest silent connection is still open")
-	}
+	wantClosed(t, silent1, b1, "the oldest silent connection")
 	if resp, _ := request(t, kept, bk, "/"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the keep-alive connection was evicted before the silent ones: %d", resp.StatusCode)
 	}
