@@ -80,6 +80,17 @@ func TestAccessLog(t *testing.T) {
 	do(t, "HEAD", ts.URL+"/v1/zones", "", nil, httpedge.HeaderRequestID, "head")
 	_, notFound := do(t, "GET", ts.URL+"/nowhere", "", nil, httpedge.HeaderRequestID, "none")
 	_, wrong := do(t, "GET", ts.URL+"/v1/schedule", "", nil, httpedge.HeaderRequestID, "wrong")
+	// A request is logged after its answer went out, and the next one may
+	// come on another connection: wait for the four lines.
+	waitFor(t, func() bool {
+		l := logs.String()
+		for _, id := range []string{"get1", "head", "none", "wrong"} {
+			if !strings.Contains(l, `"request_id":"`+id+`"`) {
+				return false
+			}
+		}
+		return true
+	})
 	type entry struct {
 		Msg, Route string
 		Status     int
