@@ -219,7 +219,7 @@ type queued struct {
 	at   time.Time // when it joined q
 }
 
-// push adds c, joining at at, at the back.
+// push adds c at the back of q, as having joined it at time at.
 func (q *queue) push(c net.Conn, at time.Time) *list.Element {
 	return q.l.PushBack(&queued{c, q, at})
 }
