@@ -432,12 +432,19 @@ func TestDrainOnClose(t *testing.T) {
 	}
 	closed := make(chan error)
 	go func() { closed <- m.Close() }()
-	// The watch's next answer is the drain: readiness has failed by then.
-	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("grpc.health.v1 Watch while draining: %v, %v; want NOT_SERVING", r.GetStatus(), err)
-	}
-	if err := rc.ServerReady(ctx); forecast.ErrorCode(err) != forecast.EUNAVAILABLE {
-		t.Fatalf("ready while draining: %v", err)
+	// Readiness fails the moment the drain begins: wait for that (not a
+	// guessed pause), then check at once what the drain delay must still
+	// serve, the watch last (it polls every HealthWatchInterval, half the
+	// delay: waiting for it first left too little of the delay on a loaded
+	// machine).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		err := rc.ServerReady(ctx)
+		if forecast.ErrorCode(err) == forecast.EUNAVAILABLE {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("readiness while draining: %v, want EUNAVAILABLE", err)
+		}
 	}
 	if r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("grpc.health.v1 Check while draining = %v, %v; want NOT_SERVING", r.GetStatus(), err)
@@ -445,6 +452,9 @@ func TestDrainOnClose(t *testing.T) {
 	req, _, _ := forecastRequest(1)
 	if _, err := rc.Infer(ctx, "carbon-forecaster-DE", "", req); err != nil {
 		t.Fatalf("infer while draining: %v", err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("grpc.health.v1 Watch while draining: %v, %v; want NOT_SERVING", r.GetStatus(), err)
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)
