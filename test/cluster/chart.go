@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +55,34 @@ controller: {enabled: true, clusterProvider: azure}
 `, replaySpeed, base64.StdEncoding.EncodeToString(serving.CA.PEM)))
 	r.run(t, ctx, "install", "carbongate", r.chart, "-f", r.values, "--wait", "--timeout", "5m")
 	t.Logf("figures: helm install --wait, 2 carbongate pods Ready (%s) in %v", strings.Join(r.ready(t, ctx), ", "), time.Since(start).Round(100*time.Millisecond))
+	serviceRouted(t, c, chartNS, "carbongate")
 	return r
+}
+
+// serviceRouted waits until the host reaches Service name of ns through
+// its ClusterIP: kube-proxy programs a Service's endpoints a moment after
+// its pods are Ready, and until then the API server, which calls the
+// webhook by that address, cannot reach it (the workload webhook's
+// failurePolicy Ignore would admit a Job unheld).
+func serviceRouted(t testing.TB, c *Cluster, ns, name string) {
+	t.Helper()
+	Eventually(t, time.Minute, "Service "+ns+"/"+name+" routed by kube-proxy", func(ctx context.Context) error {
+		svc, err := c.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(svc.Spec.Ports) == 0 {
+			return fmt.Errorf("no ports")
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var d net.Dialer
+		conn, err := d.DialContext(dctx, "tcp", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
 }
 
 // webhookTLS makes a CA and, from it, Secret secret (kubernetes.io/tls) in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -127,6 +128,18 @@ func runJobs(t *testing.T, c *Cluster, ns string, labels map[string]string, imag
 		t.Fatal(err)
 	}
 	waitDefaultSA(t, c, ns)
+	// A decision over every region needs each one's forecast: the first
+	// ones are computed while the Jobs wait, and on a loaded machine that
+	// can outlast carbongate's admission timeout, after which the webhook
+	// admits a Job unheld (never blocking a workload). The test is about
+	// the loop, so it starts once a dry-run Job free to go anywhere is
+	// decided.
+	Eventually(t, 2*time.Minute, "a dry-run Job in "+ns+" decided", func(ctx context.Context) error {
+		if decided, _, err := dryRun(ctx, c.Kube, ns, nil); err != nil || !decided {
+			return fmt.Errorf("decided %v: %v", decided, err)
+		}
+		return nil
+	})
 	for _, tc := range []struct {
 		name, pin string
 		nodes     []string
@@ -191,7 +204,7 @@ func runHeldJob(t *testing.T, c *Cluster, ns, name, pin, image string, nodes []s
 		t.Fatal(err)
 	}
 	if j.Spec.Suspend == nil || !*j.Spec.Suspend || j.Labels[hold.Label] != hold.Held {
-		t.Fatalf("created: suspend=%v labels=%v, want suspended and held", j.Spec.Suspend, j.Labels)
+		t.Fatalf("created: suspend=%v labels=%v annotations=%v, want suspended and held", ptrBool(j.Spec.Suspend), j.Labels, j.Annotations)
 	}
 	d, err := hold.Parse(j.Annotations)
 	if err != nil {
@@ -269,4 +282,12 @@ func waitDefaultSA(t *testing.T, c *Cluster, ns string) {
 		_, err := c.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	})
+}
+
+// ptrBool is *b, or "nil".
+func ptrBool(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return strconv.FormatBool(*b)
 }
