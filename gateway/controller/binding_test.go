@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
@@ -97,7 +96,7 @@ func TestStageAhead(t *testing.T) {
 		b.SetNamespace("ns")
 		b.SetName("b")
 		b.Object["spec"] = map[string]any{"suspension": map[string]any{"scheduling": true}}
-		c := fake.NewClientBuilder().WithObjects(b).Build()
+		c := newFake().WithObjects(b).Build()
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(b), b); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +138,7 @@ func TestMemberCannotTake(t *testing.T) {
 		return c
 	}
 	maintenance := map[string]any{"key": "example.com/maintenance", "effect": "NoSchedule"}
-	r := fake.NewClientBuilder().WithObjects(cluster("ok", true), cluster("down", false), cluster("cordoned", true, maintenance)).Build()
+	r := newFake().WithObjects(cluster("ok", true), cluster("down", false), cluster("cordoned", true, maintenance)).Build()
 	for _, tc := range []struct {
 		names       []any
 		tolerations []any

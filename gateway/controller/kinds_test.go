@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
 	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
@@ -55,7 +54,7 @@ func TestRenderRefusesOtherKinds(t *testing.T) {
 		{"a kind of the same name in another group", "apiVersion: evil.example.com/v1\nkind: VirtualMachine\nspec: {}", false},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: TemplatePrefix + "azure"}, Data: map[string]string{TemplateKey: tc.object}}
-		r := &vmReconciler{kinds: DefaultVMKinds(), reader: fake.NewClientBuilder().WithObjects(cm).Build()}
+		r := &vmReconciler{kinds: DefaultVMKinds(), reader: newFake().WithObjects(cm).Build()}
 		vm := &v1alpha1.VmTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "batch-1"}}
 		vm.Spec.Provider = ptr("azure")
 		obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral"})
@@ -137,7 +136,7 @@ func TestKubeUpTemplateIsAllowed(t *testing.T) {
 	if cm == nil {
 		t.Fatal("no ConfigMap in deploy/local/vmtemplate.yaml")
 	}
-	r := &vmReconciler{kinds: DefaultVMKinds(), reader: fake.NewClientBuilder().WithObjects(cm).Build()}
+	r := &vmReconciler{kinds: DefaultVMKinds(), reader: newFake().WithObjects(cm).Build()}
 	vm := &v1alpha1.VmTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: "batch-1"}}
 	vm.Spec.MinCPU = ptr[int64](4)
 	obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral", Zone: "SE", Start: "2021-06-02T00:00:00Z"})

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
@@ -79,7 +78,7 @@ func heldAnnotations(kind string, candidates, cluster bool) (hold.Decision, map[
 // the zones asked first and the events.
 func redecideOnce(t *testing.T, r *releaser, obj client.Object, d hold.Decision) (client.Object, []forecast.Zone, []string) {
 	t.Helper()
-	c := fake.NewClientBuilder().WithObjects(obj).Build()
+	c := newFake().WithObjects(obj).Build()
 	rec := record.NewFakeRecorder(10)
 	s := &meanScheduler{means: map[forecast.Zone]float64{"NL": 400, "GB": 200, "DE": 300}}
 	r.deps = deps{client: c, clock: fixedClock(lat(1, 10)), events: rec, metrics: newMetrics(nil), log: slog.New(slog.DiscardHandler), signer: placeSigner}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -95,7 +94,7 @@ func releaseOneJob(t *testing.T, nodes []*corev1.Node) ([]string, *metrics) {
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 					{Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"westeurope"}}}}}}}}}}}}
-	b := fake.NewClientBuilder().WithObjects(j)
+	b := newFake().WithObjects(j)
 	for _, n := range nodes {
 		b = b.WithObjects(n)
 	}

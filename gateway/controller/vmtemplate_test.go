@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
@@ -70,7 +69,7 @@ func ptr[T any](v T) *T { return &v }
 func TestTemplateSpec(t *testing.T) {
 	t.Parallel()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: TemplatePrefix + "azure"}, Data: map[string]string{TemplateKey: "apiVersion: compute.azure.com/v1api20220301\nkind: VirtualMachine\nspec: {cpus: '{{ .Spec.minCPU }}', ms: '{{ .Spec.maxLatencyMs }}', deadline: '{{ .Spec.deadline }}', origin: {{ .Spec.originRegion }}}"}}
-	r := &vmReconciler{kinds: DefaultVMKinds(), reader: fake.NewClientBuilder().WithObjects(cm).Build()}
+	r := &vmReconciler{kinds: DefaultVMKinds(), reader: newFake().WithObjects(cm).Build()}
 	vm := &v1alpha1.VmTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "batch-1"},
 		Spec: v1alpha1.VmTemplateSpec{MinCPU: ptr[int64](1000000), MaxLatencyMs: 40, OriginRegion: "westeurope", Deadline: ptr(""), Duration: "PT3H"}}
 	obj, err := r.render(context.Background(), vm, vmStatus{Region: "swedencentral"})
@@ -82,7 +81,7 @@ func TestTemplateSpec(t *testing.T) {
 		t.Errorf("rendered spec %v, want %v", got, want)
 	}
 	cm.Data[TemplateKey] = "apiVersion: compute.azure.com/v1api20220301\nkind: VirtualMachine\nspec: {p: '{{ .Spec.provider }}'}"
-	r.reader = fake.NewClientBuilder().WithObjects(cm).Build()
+	r.reader = newFake().WithObjects(cm).Build()
 	if _, err := r.render(context.Background(), vm, vmStatus{}); err == nil || !strings.Contains(err.Error(), "provider") {
 		t.Errorf("a template reading the absent spec.provider: %v, want an error naming it", err)
 	}
