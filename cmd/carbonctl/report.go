@@ -57,7 +57,7 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 	fs.StringVar(&f.store, "store", "", storeHelp+": the observed intensity")
 	fs.StringVar(&f.data, "data", "", "data `dir`, or bundled for the embedded data: the observed intensity instead of a store (replay)")
 	fs.StringVar(&f.signal, "signal", "lifecycle", "signal the workloads were decided on: lifecycle, direct or marginal")
-	fs.StringVar(&f.baseline, "baseline-zone", "", "zone running at admission would have run in (the cluster's own); default: each workload's zone")
+	fs.StringVar(&f.baseline, "baseline-zone", "", "zone running at admission would have run in, for every workload; default: the zone each decision's promise ran against (carbongate.io/baseline-zone), else its zone")
 	fs.StringVar(&f.output, "output", "csv", "output format: csv or json")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,7 +89,9 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 		if !q.keep(w) {
 			continue
 		}
-		w.BaselineZone = q.baseline
+		if q.baseline != "" {
+			w.BaselineZone = q.baseline
+		}
 		e, err := ledger.Account(ctx, obs, w)
 		if err != nil {
 			return err

@@ -188,3 +188,45 @@ func TestReportShadow(t *testing.T) {
 		t.Errorf("totals %v, want one per mode", doc.Totals)
 	}
 }
+
+// TestReportBaselineZone: a Job placed in SE whose promise ran against PL
+// (the cluster's zone) is charged its run at admission in PL, as promised;
+// --baseline-zone replaces that zone for every workload.
+func TestReportBaselineZone(t *testing.T) {
+	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	moved := &batchv1.Job{ObjectMeta: held("team", "moved", "SE", t0, map[string]string{hold.AnnotationBaselineZone: "PL"}),
+		Status: batchv1.JobStatus{StartTime: tp(t0.Add(10 * time.Hour)), CompletionTime: tp(t0.Add(12 * time.Hour))}}
+	tables, err := bundled.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(zone forecast.Zone, from, to int) float64 { // 2 kW over whole hours
+		s, g := tables[zone].Series(forecast.SignalLifecycle), 0.0
+		for h := from; h < to; h++ {
+			v, _ := s.At(t0.Add(time.Duration(h) * time.Hour))
+			g += 2 * v
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		flags []string
+		base  forecast.Zone
+	}{{nil, "PL"}, {[]string{"--baseline-zone", "DE"}, "DE"}} {
+		env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(moved), nil }}
+		var out, errOut bytes.Buffer
+		args := append([]string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, tc.flags...)
+		if err := reportWith(context.Background(), args, &out, &errOut, env); err != nil {
+			t.Fatalf("%v: %v: %s", tc.flags, err, errOut.String())
+		}
+		var doc struct {
+			Workloads []map[string]any `json:"workloads"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		w := doc.Workloads[0]
+		if w["baseline_zone"] != string(tc.base) || !near(w["realized_g"], sum("SE", 10, 12)) || !near(w["run_at_admission_g"], sum(tc.base, 0, 2)) {
+			t.Errorf("%v: %v, want run at admission in %s: %v g, realized in SE %v g", tc.flags, w, tc.base, sum(tc.base, 0, 2), sum("SE", 10, 12))
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -207,9 +206,7 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if a[AnnotationProvenance], err = provenanceJSON(m.Region, d, requestID); err != nil {
 		return unplaced(raw, "encoding the provenance: "+err.Error())
 	}
-	if d.SavingsPct != nil {
-		a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
-	}
+	promise(a, d, 0, win.dur)
 	a[AnnotationCluster] = m.Name
 	held := w.cfg.Bindings.Hold && !placeOnly && !b.suspended()
 	if held && ws == nil {

@@ -134,8 +134,8 @@ func TestPlaceBinding(t *testing.T) {
 	if want := (hold.Decision{Region: "germanywc", Zone: "DE", Start: t0, ReleaseBy: deadline.Add(-3 * time.Hour)}); d != want {
 		t.Fatalf("decision %+v, want %+v", d, want)
 	}
-	if a[AnnotationCluster] != "m2" || a[AnnotationProvenance] == "" || a[hold.AnnotationSavingsPct] != "12.5" {
-		t.Fatalf("annotations %v: want cluster m2, provenance and savings", a)
+	if a[AnnotationCluster] != "m2" || a[AnnotationProvenance] == "" || a[hold.AnnotationSavingsPct] != "12.5" || a[hold.AnnotationBaselineZone] == "" {
+		t.Fatalf("annotations %v: want cluster m2, provenance, savings and its baseline zone", a)
 	}
 	if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}, a); err != nil {
 		t.Fatalf("signature: %v", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast/instances"
 	"github.com/carbongate/carbongate/gateway"
+	"github.com/carbongate/carbongate/gateway/hold"
 	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
@@ -89,6 +90,24 @@ func provenanceJSON(region string, d gateway.Decision, requestID string) (string
 	}
 	b, err := json.Marshal(p)
 	return string(b), err
+}
+
+// promise writes d's promise on the annotations a: the saving against
+// running at once (hold.AnnotationSavingsPct), the zone that runs in
+// (hold.AnnotationBaselineZone) and, for a declared power of watts over
+// dur, the grams avoided (hold.AnnotationAvoidedGrams); nothing when d has
+// no baseline.
+func promise(a map[string]string, d gateway.Decision, watts float64, dur time.Duration) {
+	if d.Baseline == nil || d.SavingsPct == nil {
+		return
+	}
+	a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
+	a[hold.AnnotationBaselineZone] = string(d.Baseline.Zone)
+	if watts > 0 {
+		// W × h / 1000 = kWh; × g/kWh = g.
+		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
+		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g, 'f', 1, 64)
+	}
 }
 
 // instanceType returns the instance type spec.instanceType gets: for a

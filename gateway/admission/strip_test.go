@@ -21,7 +21,7 @@ func forged() map[string]string {
 		hold.AnnotationAvoidedGrams: "+Inf", hold.AnnotationSavingsPct: "99", hold.AnnotationRegion: "westeurope",
 		hold.AnnotationZone: "NL", hold.AnnotationStart: "2020-01-01T00:00:00Z", hold.AnnotationReleaseBy: "2020-01-01T00:00:00Z",
 		hold.AnnotationSignature: "forged", hold.AnnotationReleasedAt: "2020-01-01T00:00:00Z", hold.AnnotationReleaseReason: hold.ReasonScheduled,
-		AnnotationProvenance: "{}", AnnotationUnscheduled: "no",
+		AnnotationProvenance: "{}", AnnotationUnscheduled: "no", hold.AnnotationBaselineZone: "PL",
 		hold.AnnotationRealizedStatus: "realized", hold.AnnotationRealizedCoverage: "1", hold.AnnotationRealizedGrams: "0",
 		hold.AnnotationRunAtAdmissionGrams: "1e8", hold.AnnotationRealizedAvoided: "1e8", hold.AnnotationRecordSignature: "forged",
 	}
@@ -61,6 +61,9 @@ func TestCreateStripsForgedOutputs(t *testing.T) {
 		if v, ok := got.Annotations[k]; ok {
 			t.Errorf("%s=%q kept", k, v)
 		}
+	}
+	if b := got.Annotations[hold.AnnotationBaselineZone]; b != "NL" {
+		t.Errorf("baseline zone %q, want the webhook's (NL)", b)
 	}
 	if g, ok := hold.AvoidedGrams(got.Annotations); !ok || g > 1000 {
 		t.Errorf("avoided-g %q, want the webhook's estimate", got.Annotations[hold.AnnotationAvoidedGrams])

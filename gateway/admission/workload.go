@@ -164,14 +164,7 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 	p.set(hold.Held, "metadata", "labels", hold.Label)
 	a := dec.Annotations()
 	a[AnnotationProvenance] = prov
-	if d.SavingsPct != nil {
-		a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
-	}
-	if watts > 0 && d.Baseline != nil {
-		// W × h / 1000 = kWh; × g/kWh = g.
-		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
-		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g, 'f', 1, 64)
-	}
+	promise(a, d, watts, dur)
 	pinned := len(cand.regions) > 1 && region != ""
 	if pinned && wl.movable {
 		if c := regionCandidates(cand); c != "" {

@@ -147,6 +147,11 @@ func TestHoldJob(t *testing.T) {
 	if g := got.Annotations[hold.AnnotationAvoidedGrams]; g != "22.5" {
 		t.Fatalf("avoided %q g, want 22.5", g)
 	}
+	// No cluster region: the promise runs against the gateway's baseline,
+	// the first candidate's zone.
+	if b := got.Annotations[hold.AnnotationBaselineZone]; b != "DE" {
+		t.Fatalf("baseline zone %q, want DE", b)
+	}
 	reqs := fs.requests()
 	if len(reqs) != 1 || len(reqs[0].Zones) != 2 || reqs[0].Duration != 3*time.Hour || !reqs[0].Deadline.Equal(deadline) {
 		t.Fatalf("asked %+v, want zones [DE NL], 3h, deadline %v", reqs, deadline)
@@ -180,6 +185,12 @@ func TestHoldJobNamespaceDefaults(t *testing.T) {
 	}
 	if got.Spec.Template.Spec.Affinity != nil {
 		t.Fatalf("one region: affinity %+v, want none", got.Spec.Template.Spec.Affinity)
+	}
+	if b := got.Annotations[hold.AnnotationBaselineZone]; b != "NL" {
+		t.Fatalf("baseline zone %q, want the cluster's region's zone NL", b)
+	}
+	if err := testSigner.Verify(hold.Subject{Kind: "Job", Namespace: "batch", Name: got.Name}, got.Annotations); err != nil {
+		t.Fatalf("signature with the baseline zone: %v", err)
 	}
 }
 

@@ -60,6 +60,12 @@ const (
 	// at once in the cluster's region, in grams (gCO2eq), when the workload
 	// declares its power (AnnotationPowerWatts).
 	AnnotationAvoidedGrams = "carbongate.io/avoided-g"
+	// AnnotationBaselineZone is the grid zone the promise
+	// (AnnotationSavingsPct, AnnotationAvoidedGrams) runs against: where
+	// running at once would have run (the cluster's region's zone, else
+	// the first candidate). The ledger charges its run at admission there.
+	// Absent on decisions made before it existed: the decided zone.
+	AnnotationBaselineZone = "carbongate.io/baseline-zone"
 	AnnotationReleasedAt   = "carbongate.io/released-at"
 	// AnnotationReleaseReason says why the controller released: one of
 	// the Reason values.

@@ -32,7 +32,8 @@ func PodWorkload(p *corev1.Pod, sig forecast.Signal) (ledger.Workload, error) {
 }
 
 // WorkloadOf reads a held object's annotations: the decided zone, the
-// declared power, the promised avoided grams; its creation is its
+// promise's baseline zone, the declared power, the promised avoided grams;
+// its creation is its
 // admission, start and end its actual run as the API reports it. An error
 // names the annotation that does not parse.
 func WorkloadOf(kind string, m metav1.ObjectMeta, start, end time.Time, sig forecast.Signal) (ledger.Workload, error) {
@@ -44,6 +45,11 @@ func WorkloadOf(kind string, m metav1.ObjectMeta, start, end time.Time, sig fore
 	w := ledger.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Zone: zone, Signal: sig,
 		AdmittedAt: m.CreationTimestamp.UTC(), Started: start, Ended: end,
 		Deleted: m.DeletionTimestamp != nil && start.IsZero()}
+	if v, ok := a[AnnotationBaselineZone]; ok {
+		if w.BaselineZone, err = forecast.ParseZone(v); err != nil {
+			return ledger.Workload{}, fmt.Errorf("annotation %s: %s", AnnotationBaselineZone, forecast.ErrorMessage(err))
+		}
+	}
 	if v, ok := a[AnnotationPowerWatts]; ok {
 		p, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(p > 0 && p <= MaxPowerWatts) {

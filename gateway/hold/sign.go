@@ -28,6 +28,7 @@ var Outputs = []string{
 	AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy,
 	AnnotationSavingsPct, AnnotationAvoidedGrams, AnnotationSignature,
 	AnnotationProvenance, AnnotationUnscheduled, AnnotationShadow, AnnotationCandidates,
+	AnnotationBaselineZone,
 }
 
 // ReleaseStamp are the annotations a release writes.
@@ -51,10 +52,28 @@ var signed = []string{AnnotationRegion, AnnotationZone, AnnotationStart, Annotat
 // not leave a decision that verifies.
 var signedPlace = append(slices.Clone(signed), AnnotationCluster, AnnotationCandidates)
 
-// covered returns the domain and the annotations a's signature covers.
+// signedBaseline and signedPlaceBaseline are signed and signedPlace with
+// the promise's baseline zone (AnnotationBaselineZone), which the ledger
+// charges; decisions made before it existed have none and verify as they
+// were signed.
+var (
+	signedBaseline      = append(slices.Clone(signed), AnnotationBaselineZone)
+	signedPlaceBaseline = append(slices.Clone(signedPlace), AnnotationBaselineZone)
+)
+
+// covered returns the domain and the annotations a's signature covers:
+// each combination of candidates and baseline zone is a domain of its
+// own, so that removing either leaves a decision that does not verify.
 func covered(a map[string]string) (string, []string) {
-	if _, ok := a[AnnotationCandidates]; ok {
+	_, place := a[AnnotationCandidates]
+	_, base := a[AnnotationBaselineZone]
+	switch {
+	case place && base:
+		return placeBaselineDomain, signedPlaceBaseline
+	case place:
 		return placeDomain, signedPlace
+	case base:
+		return baselineDomain, signedBaseline
 	}
 	return decisionDomain, signed
 }
@@ -137,10 +156,13 @@ func (g *Signer) equal(got, want string) bool {
 	return hmac.Equal(a, b)
 }
 
-// The domains of decisions: without candidates (v1) and with (v2).
+// The domains of decisions: without candidates (v1) and with (v2); each
+// also with the baseline zone (v3, v4).
 const (
-	decisionDomain = "carbongate.io decision v1"
-	placeDomain    = "carbongate.io decision v2"
+	decisionDomain      = "carbongate.io decision v1"
+	placeDomain         = "carbongate.io decision v2"
+	baselineDomain      = "carbongate.io decision v3"
+	placeBaselineDomain = "carbongate.io decision v4"
 )
 
 // mac is the HMAC of the annotations keys of a in domain (a decision or a

@@ -166,3 +166,54 @@ func TestCandidates(t *testing.T) {
 		}
 	}
 }
+
+// TestSignBaseline: the promise's baseline zone is signed with the
+// decision, with or without candidates: editing, removing or adding it
+// leaves a decision that does not verify.
+func TestSignBaseline(t *testing.T) {
+	t.Parallel()
+	g, err := NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := Subject{Kind: "Job", Namespace: "batch", Name: "train"}
+	cands := FormatCandidates([]Candidate{{Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Region: "polandcentral"}})
+	for _, withCands := range []bool{false, true} {
+		signedWith := func(base bool) map[string]string {
+			a := signedDecision(t, g, job)
+			if withCands {
+				a[AnnotationCandidates] = cands
+			}
+			if base {
+				a[AnnotationBaselineZone] = "PL"
+			}
+			a[AnnotationSignature] = g.Sign(job, a)
+			return a
+		}
+		if err := g.Verify(job, signedWith(true)); err != nil {
+			t.Fatalf("candidates %v: own signature with a baseline zone: %v", withCands, err)
+		}
+		if !slices.Contains(SignedKeys(signedWith(true)), AnnotationBaselineZone) || slices.Contains(SignedKeys(signedWith(false)), AnnotationBaselineZone) {
+			t.Errorf("candidates %v: SignedKeys lists the baseline zone only when present: %v, %v", withCands, SignedKeys(signedWith(true)), SignedKeys(signedWith(false)))
+		}
+		for _, tc := range []struct {
+			name string
+			base bool
+			edit func(map[string]string)
+		}{
+			{"the baseline zone changed", true, func(a map[string]string) { a[AnnotationBaselineZone] = "DE" }},
+			{"the baseline zone removed", true, func(a map[string]string) { delete(a, AnnotationBaselineZone) }},
+			{"a baseline zone added", false, func(a map[string]string) { a[AnnotationBaselineZone] = "PL" }},
+			{"the candidates removed", true, func(a map[string]string) { delete(a, AnnotationCandidates) }},
+		} {
+			if tc.name == "the candidates removed" && !withCands {
+				continue
+			}
+			a := signedWith(tc.base)
+			tc.edit(a)
+			if err := g.Verify(job, a); !errors.Is(err, ErrUnsigned) {
+				t.Errorf("candidates %v, %s: Verify = %v, want ErrUnsigned", withCands, tc.name, err)
+			}
+		}
+	}
+}
