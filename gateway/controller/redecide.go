@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
 // DefaultRedecideGain is the least share of its forecast emissions a new
@@ -201,6 +203,7 @@ func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision,
 	for k, v := range nd.Annotations() {
 		a[k] = v
 	}
+	gain, powered := repromise(a, cur, best, dur)
 	a[hold.AnnotationSignature] = r.signer.Sign(hold.Subject{Kind: r.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
 	obj.SetAnnotations(a)
 	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
@@ -209,11 +212,11 @@ func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision,
 		return d
 	}
 	r.metrics.redecisions.WithLabelValues(r.kind, "moved", kind).Inc()
-	if w, err := strconv.ParseFloat(a[hold.AnnotationPowerWatts], 64); err == nil && w > 0 && w <= hold.MaxPowerWatts {
-		r.metrics.redecisionGain.WithLabelValues(obj.GetNamespace()).Add(w / 1000 * dur.Hours() * (cur.Mean - best.Mean))
+	if powered {
+		r.metrics.redecisionGain.WithLabelValues(obj.GetNamespace()).Add(gain)
 	}
-	r.events.Eventf(obj, corev1.EventTypeNormal, "Redecided", "moved from %s to %s: the newer forecast puts it %.0f%% lower (%.1f → %.1f gCO2eq/kWh)",
-		where(d, pl.from), where(nd, to), 100*share, cur.Mean, best.Mean)
+	r.events.Eventf(obj, corev1.EventTypeNormal, "Redecided", "moved from %s to %s: the newer forecast puts it %.0f%% lower (%.1f → %.1f gCO2eq/kWh)%s",
+		where(d, pl.from), where(nd, to), 100*share, cur.Mean, best.Mean, promised(a))
 	r.log.Info("redecided", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "move", kind,
 		"from", d.Start, "to", nd.Start, "from_zone", d.Zone, "to_zone", nd.Zone, "gain", share)
 	return nd
@@ -230,4 +233,52 @@ func where(d hold.Decision, c hold.Candidate) string {
 		place += " (" + d.Region + ")"
 	}
 	return d.Start.Format(time.RFC3339) + " in " + place
+}
+
+// repromise adds the move from cur to best to the promise on the
+// annotations a — the saving against running at once at admission, each
+// step by the forecast it was decided with: the move's forecast gain in
+// grams for the declared power (hold.AnnotationAvoidedGrams) and in points
+// of the baseline's forecast intensity (hold.AnnotationSavingsPct; the
+// baseline's intensity is read back from the admission's provenance). It
+// returns the gain in grams; powered is false without a declared power.
+func repromise(a map[string]string, cur, best forecast.Window, dur time.Duration) (gain float64, powered bool) {
+	if p, err := strconv.ParseFloat(a[hold.AnnotationSavingsPct], 64); err == nil && !math.IsNaN(p) && !math.IsInf(p, 0) {
+		if b, ok := baselineMean(a); ok {
+			a[hold.AnnotationSavingsPct] = strconv.FormatFloat(p+100*(cur.Mean-best.Mean)/b, 'f', 1, 64)
+		}
+	}
+	w, err := strconv.ParseFloat(a[hold.AnnotationPowerWatts], 64)
+	if err != nil || !(w > 0 && w <= hold.MaxPowerWatts) {
+		return 0, false
+	}
+	gain = w / 1000 * dur.Hours() * (cur.Mean - best.Mean) // W × h / 1000 = kWh; × g/kWh = g
+	if g, err := strconv.ParseFloat(a[hold.AnnotationAvoidedGrams], 64); err == nil && !math.IsNaN(g) && !math.IsInf(g, 0) {
+		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g+gain, 'f', 1, 64)
+	}
+	return gain, true
+}
+
+// baselineMean is the forecast intensity the admission's promise ran
+// against: its decided window's over one less its saving, both from its
+// provenance.
+func baselineMean(a map[string]string) (float64, bool) {
+	var p v1alpha1.Provenance
+	if json.Unmarshal([]byte(a[hold.AnnotationProvenance]), &p) != nil || p.SavingsPct == nil || !(*p.SavingsPct < 100) || !(p.MeanIntensity > 0) {
+		return 0, false
+	}
+	return p.MeanIntensity / (1 - *p.SavingsPct/100), true
+}
+
+// promised says what a moved decision's promise now is, for its Event.
+func promised(a map[string]string) string {
+	pct, ok := a[hold.AnnotationSavingsPct]
+	if !ok {
+		return ""
+	}
+	s := "; promised saving now " + pct + "%"
+	if g, ok := a[hold.AnnotationAvoidedGrams]; ok {
+		s += " (" + g + " g)"
+	}
+	return s
 }

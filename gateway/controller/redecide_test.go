@@ -1,10 +1,14 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
 )
 
 // TestBetter: a hold moves only to another start or zone, not past its release-by,
@@ -80,5 +84,42 @@ func TestDecidedDuration(t *testing.T) {
 		if _, err := decidedDuration(map[string]string{"carbongate.io/provenance": bad}); err == nil {
 			t.Errorf("provenance %q: no error", bad)
 		}
+	}
+}
+
+// TestRedecideMovesPromise: a move adds its forecast gain to the promise,
+// which stays a saving against running at once at admission in the
+// baseline zone: a Job decided in NL at 10:00 (500 g/kWh by the forecast)
+// promising 20 % against a baseline of 625 g/kWh, 1 kW for 1 h (125 g),
+// moved to GB at 02:00 (220 g/kWh by the newer forecast, NL at 10:00 now
+// 500): 405 g and 64.8 %, re-signed with its baseline zone.
+func TestRedecideMovesPromise(t *testing.T) {
+	t.Parallel()
+	d, a := heldAnnotations("job", true, false)
+	a[hold.AnnotationProvenance] = `{"start":"` + lat(10, 0).Format(time.RFC3339) + `","end":"` + lat(11, 0).Format(time.RFC3339) +
+		`","zone":"NL","mean_intensity":500,"savings_pct":20}`
+	a[hold.AnnotationSavingsPct], a[hold.AnnotationAvoidedGrams], a[hold.AnnotationPowerWatts], a[hold.AnnotationBaselineZone] = "20.0", "125.0", "1000", "PL"
+	a[hold.AnnotationSignature] = placeSigner.Sign(hold.Subject{Kind: "job", Namespace: "ns", Name: "w"}, a)
+	r := jobReleaser()
+	obj, _, events := redecideOnce(t, r, pinnedJob(a), d)
+	got := obj.GetAnnotations()
+	if got[hold.AnnotationZone] != "GB" || got[hold.AnnotationAvoidedGrams] != "405.0" || got[hold.AnnotationSavingsPct] != "64.8" || got[hold.AnnotationBaselineZone] != "PL" {
+		t.Errorf("after the move: zone %s, avoided %s g, saving %s %%, baseline %s; want GB, 405.0, 64.8, PL",
+			got[hold.AnnotationZone], got[hold.AnnotationAvoidedGrams], got[hold.AnnotationSavingsPct], got[hold.AnnotationBaselineZone])
+	}
+	if g := testutil.ToFloat64(r.metrics.redecisionGain.WithLabelValues("ns")); abs(g-280) > 1e-9 {
+		t.Errorf("estimated gain %v g, want 280", g)
+	}
+	if len(events) != 1 || !strings.Contains(events[0], "promised saving now 64.8% (405.0 g)") {
+		t.Errorf("events %v, want the new promise", events)
+	}
+	// Without a provenance to read the baseline from, the saving in
+	// percent stays; the grams still move.
+	delete(a, hold.AnnotationProvenance)
+	if _, ok := baselineMean(a); ok {
+		t.Error("a baseline without a provenance")
+	}
+	if g, ok := repromise(a, forecast.Window{Mean: 500}, forecast.Window{Mean: 220}, time.Hour); !ok || g != 280 || a[hold.AnnotationSavingsPct] != "20.0" || a[hold.AnnotationAvoidedGrams] != "405.0" {
+		t.Errorf("repromise without a provenance: %v %v, %v", g, ok, a)
 	}
 }
