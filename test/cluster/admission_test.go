@@ -22,13 +22,39 @@ import (
 // either way its decided start is recorded), and how long the API call
 // took.
 func dryRun(ctx context.Context, kc kubernetes.Interface, ns string, labels map[string]string) (decided bool, took time.Duration, err error) {
+	annotations, took, err := dryRunAnnotations(ctx, kc, ns, labels)
+	return annotations[hold.AnnotationStart] != "", took, err
+}
+
+// dryRunAnnotations creates a dry-run probe Job (labels added) in ns and
+// returns the annotations it was admitted with, and how long the API call
+// took.
+func dryRunAnnotations(ctx context.Context, kc kubernetes.Interface, ns string, labels map[string]string) (map[string]string, time.Duration, error) {
 	start := time.Now()
 	j, err := kc.BatchV1().Jobs(ns).Create(ctx, probeJob("probe", labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	took = time.Since(start)
+	took := time.Since(start)
 	if err != nil {
-		return false, took, err
+		return nil, took, err
 	}
-	return j.Annotations[hold.AnnotationStart] != "", took, nil
+	return j.Annotations, took, nil
+}
+
+// waitDecided waits, up to timeout, until carbongate's webhook decides a
+// dry-run probe Job in ns (free to go anywhere) created through kc. Its
+// failure shows the last probe's annotations: carbongate.io/unscheduled
+// says why a Job went undecided.
+func waitDecided(tb testing.TB, kc kubernetes.Interface, ns string, timeout time.Duration) {
+	tb.Helper()
+	Eventually(tb, timeout, "a dry-run Job in "+ns+" decided", func(ctx context.Context) error {
+		annotations, _, err := dryRunAnnotations(ctx, kc, ns, nil)
+		if err != nil {
+			return err
+		}
+		if annotations[hold.AnnotationStart] == "" {
+			return fmt.Errorf("undecided, annotations %v", annotations)
+		}
+		return nil
+	})
 }
 
 // admissionFigures logs the latency of creating a Job through carbongate's
@@ -65,12 +91,7 @@ func admissionLatency(tb testing.TB, c *Cluster, ns string, n int) (with, withou
 	if err != nil {
 		tb.Fatal(err)
 	}
-	Eventually(tb, time.Minute, "carbongate's webhook answering through its Service", func(ctx context.Context) error {
-		if decided, _, err := dryRun(ctx, kc, ns, nil); err != nil || !decided {
-			return fmt.Errorf("decided %v: %v", decided, err)
-		}
-		return nil
-	})
+	waitDecided(tb, kc, ns, time.Minute) // carbongate's webhook answers through its Service
 	for i := range 2 * (warm + n) {
 		var labels map[string]string
 		if i%2 == 1 {

@@ -134,12 +134,7 @@ func runJobs(t *testing.T, c *Cluster, ns string, labels map[string]string, imag
 	// admits a Job unheld (never blocking a workload). The test is about
 	// the loop, so it starts once a dry-run Job free to go anywhere is
 	// decided.
-	Eventually(t, 2*time.Minute, "a dry-run Job in "+ns+" decided", func(ctx context.Context) error {
-		if decided, _, err := dryRun(ctx, c.Kube, ns, nil); err != nil || !decided {
-			return fmt.Errorf("decided %v: %v", decided, err)
-		}
-		return nil
-	})
+	waitDecided(t, c.Kube, ns, 2*time.Minute)
 	for _, tc := range []struct {
 		name, pin string
 		nodes     []string
