@@ -199,19 +199,10 @@ func TestNotReady(t *testing.T) {
 func TestNotReadyUntilTheDeadline(t *testing.T) {
 	t.Parallel()
 	b := remotetest.NewBackend("m", 24, 48, 5)
-	s := remotetest.ServeREST(t, b, "DE")
-	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: inProcess{b}, History: flatHistory{},
-		Timeout: 300 * time.Millisecond, Backoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
-		t.Fatal(err) // the contract is known from here on: infer calls only
-	}
+	f := warmForecaster(t, b, inProcess{b}, 300*time.Millisecond)
 	b.SetNotReady(1)
 	b.SetMode(remotetest.Hang) // the retry gets no answer before the deadline
-	_, err = f.Forecast(context.Background(), request("DE", 24))
+	_, err := f.Forecast(context.Background(), request("DE", 24))
 	if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("err=%v, want EUNAVAILABLE not ready", err)
 	}
@@ -230,26 +221,36 @@ func TestNotReadyUntilTheDeadline(t *testing.T) {
 func TestNotReadyDeadlineReported(t *testing.T) {
 	t.Parallel()
 	b := remotetest.NewBackend("m", 24, 48, 5)
-	s := remotetest.ServeREST(t, b, "DE")
 	c := &deadlineReported{inProcess: inProcess{b}}
-	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: c, History: flatHistory{},
-		Timeout: time.Minute, Backoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
-		t.Fatal(err) // the contract is known from here on: infer calls only
-	}
+	f := warmForecaster(t, b, c, time.Minute)
 	b.SetNotReady(1)
 	c.report.Store(true) // the retry gets the deadline report, long before the minute
-	_, err = f.Forecast(context.Background(), request("DE", 24))
+	_, err := f.Forecast(context.Background(), request("DE", 24))
 	if forecast.ErrorCode(err) != forecast.EUNAVAILABLE || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("err=%v, want EUNAVAILABLE not ready", err)
 	}
 	if got := b.Infers(); got != 3 {
 		t.Fatalf("%d infer calls, want 3 (one before, the not-ready one, the retry the deadline report ended)", got)
 	}
+}
+
+// warmForecaster returns a forecaster for b's model in zone DE (endpoint
+// from a REST server of b) that calls c, with timeout and a 1 ms backoff,
+// closed when t ends, after one forecast: the contract is known from there
+// on, so the forecasts that follow make infer calls only.
+func warmForecaster(t *testing.T, b *remotetest.Backend, c oip.Client, timeout time.Duration) *remote.Forecaster {
+	t.Helper()
+	s := remotetest.ServeREST(t, b, "DE")
+	f, err := remote.New(remote.Config{Endpoint: s.Endpoint, Client: c, History: flatHistory{},
+		Timeout: timeout, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Forecast(context.Background(), request("DE", 24)); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // deadlineReported is inProcess whose Infer, once report is set, answers
