@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -190,9 +191,9 @@ func (r *recorder) record(ctx context.Context, obj client.Object, e ledger.Entry
 func recordEvent(e ledger.Entry) (reason, msg string) {
 	switch e.Status {
 	case ledger.Realized:
-		msg = fmt.Sprintf("ran %s–%s in %s: %.1f g at observed %s intensity; running at admission (%s) would have emitted %.1f g; realized avoided %.1f g",
+		msg = fmt.Sprintf("ran %s–%s in %s: %.1f g at observed %s intensity; running at admission (%s) in %s would have emitted %.1f g; realized avoided %.1f g",
 			e.Started.Format(time.RFC3339), e.Ended.Format(time.RFC3339), e.Zone, *e.RealizedGrams, e.Accounting,
-			e.AdmittedAt.Format(time.RFC3339), *e.BaselineGrams, *e.AvoidedGrams)
+			e.AdmittedAt.Format(time.RFC3339), cmp.Or(e.BaselineZone, e.Zone), *e.BaselineGrams, *e.AvoidedGrams)
 		if e.HasPromise {
 			msg += fmt.Sprintf(" (the forecast promised %.1f g)", e.PromisedGrams)
 		}

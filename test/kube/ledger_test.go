@@ -51,11 +51,14 @@ func (e *ctlEnv) testLedger(t *testing.T, g *gate) {
 	// The Event states the windows charged (in the replay's time): the
 	// same library over the bundled data gives the same grams.
 	msg := e.eventMessage(t, ns, "render", "Realized")
-	m := regexp.MustCompile(`ran (\S+)–(\S+) in (\S+): .* running at admission \((\S+)\)`).FindStringSubmatch(msg)
+	m := regexp.MustCompile(`ran (\S+)–(\S+) in (\S+): .* running at admission \((\S+)\) in (\S+) would`).FindStringSubmatch(msg)
 	if m == nil {
 		t.Fatalf("event %q does not state the windows", msg)
 	}
-	w := ledger.Workload{Zone: forecast.Zone(m[3]), Signal: forecast.SignalLifecycle, PowerWatts: 1000,
+	if m[5] != a[hold.AnnotationBaselineZone] {
+		t.Errorf("run at admission charged in %s, want the promise's baseline zone %q", m[5], a[hold.AnnotationBaselineZone])
+	}
+	w := ledger.Workload{Zone: forecast.Zone(m[3]), BaselineZone: forecast.Zone(m[5]), Signal: forecast.SignalLifecycle, PowerWatts: 1000,
 		Started: mustTime(t, m[1]), Ended: mustTime(t, m[2]), AdmittedAt: mustTime(t, m[4])}
 	tables, err := bundled.Load()
 	if err != nil {
@@ -255,14 +258,14 @@ func (e *ctlEnv) testLedgerShadow(t *testing.T, g *gate, tables map[forecast.Zon
 	a := e.recorded(t, ns, "try", "Pod")
 	got := gramsOf(t, a)
 	msg := e.eventMessage(t, ns, "try", "Realized")
-	m := regexp.MustCompile(`^in shadow, .*ran (\S+)–(\S+) in (\S+): .* running at admission \((\S+)\)`).FindStringSubmatch(msg)
+	m := regexp.MustCompile(`^in shadow, .*ran (\S+)–(\S+) in (\S+): .* running at admission \((\S+)\) in (\S+) would`).FindStringSubmatch(msg)
 	if m == nil {
 		t.Fatalf("event %q does not state the windows of a shadow decision", msg)
 	}
 	if start := mustTime(t, m[1]); !start.Equal(d.ReleaseAt()) {
 		t.Errorf("charged from %v, want the decided release %v", start, d.ReleaseAt())
 	}
-	w := ledger.Workload{Zone: forecast.Zone(m[3]), Signal: forecast.SignalLifecycle, PowerWatts: 1000,
+	w := ledger.Workload{Zone: forecast.Zone(m[3]), BaselineZone: forecast.Zone(m[5]), Signal: forecast.SignalLifecycle, PowerWatts: 1000,
 		Started: mustTime(t, m[1]), Ended: mustTime(t, m[2]), AdmittedAt: mustTime(t, m[4])}
 	want, err := ledger.Account(ctx, history.New(tables), w)
 	if err != nil || want.Status != ledger.Realized || math.Abs(*want.AvoidedGrams-got[2]) > 0.6 {

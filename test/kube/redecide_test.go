@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -139,8 +140,12 @@ func (e *ctlEnv) testRedecidePlace(t *testing.T, g *gate) {
 	d := hold.Decision{Region: heldCand.Region, Zone: held.zone, Start: held.start, ReleaseBy: to.Add(-time.Hour)}
 	a := d.Annotations()
 	a[hold.AnnotationCandidates] = hold.FormatCandidates(cands)
+	// Promised at admission: 5 % (10 g at 1 kW for an hour) against
+	// running at once in the held zone.
+	a[hold.AnnotationBaselineZone], a[hold.AnnotationPowerWatts], a[hold.AnnotationAvoidedGrams], a[hold.AnnotationSavingsPct] = held.zone, "1000", "10.0", "5.0"
 	a[hold.AnnotationSignature] = e.signer.Sign(hold.Subject{Kind: "Job", Namespace: ns, Name: "travel"}, a)
-	a["carbongate.io/provenance"] = fmt.Sprintf(`{"start":%q,"end":%q,"zone":%q}`, held.start.Format(time.RFC3339), held.start.Add(time.Hour).Format(time.RFC3339), held.zone)
+	a["carbongate.io/provenance"] = fmt.Sprintf(`{"start":%q,"end":%q,"zone":%q,"mean_intensity":%g,"savings_pct":5}`,
+		held.start.Format(time.RFC3339), held.start.Add(time.Hour).Format(time.RFC3339), held.zone, held.mean)
 	own := corev1.NodeSelectorRequirement{Key: "kubernetes.io/os", Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}
 	j := testJob("travel", a)
 	j.Labels = map[string]string{hold.Label: hold.Held}
@@ -174,6 +179,12 @@ func (e *ctlEnv) testRedecidePlace(t *testing.T, g *gate) {
 	terms := got.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	if want := []corev1.NodeSelectorRequirement{own, {Key: hold.RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{to2.Region}}}; len(terms) != 1 || !reflect.DeepEqual(terms[0].MatchExpressions, want) {
 		t.Errorf("pod template's node affinity %+v, want %+v", terms, want)
+	}
+	// The promise moved with the hold (by the newer forecast's gain), its
+	// baseline kept.
+	avoided, _ := hold.AvoidedGrams(got.Annotations)
+	if pct, err := strconv.ParseFloat(got.Annotations[hold.AnnotationSavingsPct], 64); err != nil || !(pct > 5) || !(avoided > 10) || got.Annotations[hold.AnnotationBaselineZone] != held.zone {
+		t.Errorf("promise after the move: %s %% and %v g against %s, want more than 5 %% and 10 g against %s", got.Annotations[hold.AnnotationSavingsPct], avoided, got.Annotations[hold.AnnotationBaselineZone], held.zone)
 	}
 	e.checkEvents(t, ns, "travel", "Redecided")
 	metrics := g.get(t, "/metrics")
