@@ -30,6 +30,7 @@ func TestFederation(t *testing.T) {
 	t.Run("Divided", func(t *testing.T) { testDivided(t, f) })
 	t.Run("WebhookDown", func(t *testing.T) { testWebhookDown(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
+	t.Run("RedecideMember", func(t *testing.T) { testRedecideMember(t, f) })
 	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })
 	t.Run("ReleaseTainted", func(t *testing.T) { testReleaseTainted(t, f) })
 	t.Run("Chart", func(t *testing.T) { testChart(t, f) })
