@@ -18,6 +18,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/carbongate/carbongate/forecast/regions"
 	"github.com/carbongate/carbongate/gateway/admission"
@@ -65,9 +67,47 @@ func testPlacement(t *testing.T, f *Federation) {
 		t.Fatalf("binding annotations %v: want the decision for %s (%s)", a, want.Name, want.Region)
 	}
 
+	// A namespaced workload selected by a ClusterPropagationPolicy gets a
+	// ResourceBinding too: placed the same.
+	if err := newJob(f, ns, "cluster-wide", opted); err != nil {
+		t.Fatal(err)
+	}
+	createClusterPolicy(t, f, "placed-cluster-wide", map[string]any{"apiVersion": "batch/v1", "kind": "Job", "namespace": ns, "name": "cluster-wide"})
+	waitJob(t, want, ns, "cluster-wide")
+
 	editDeployment(t, f, want, ns, name)
 	time.Sleep(2 * time.Second)
 	wantOnlyIn(t, f, want, ns, name)
+	if in := jobIn(t, f, ns, "cluster-wide"); len(in) != 1 || in[0] != want.Name {
+		t.Errorf("Job cluster-wide (ClusterPropagationPolicy) in %v, want in %s only", in, want.Name)
+	}
+}
+
+// clusterPolicyResource is Karmada's ClusterPropagationPolicy.
+var clusterPolicyResource = schema.GroupVersionResource{Group: "policy.karmada.io", Version: "v1alpha1", Resource: "clusterpropagationpolicies"}
+
+// createClusterPolicy creates a ClusterPropagationPolicy over all members
+// for what selects, deleted at the end of the test.
+func createClusterPolicy(t *testing.T, f *Federation, name string, selects map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cpp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"resourceSelectors": []any{selects},
+			"placement":         map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
+		},
+	}}
+	if _, err := f.Karmada.Dynamic.Resource(clusterPolicyResource).Create(ctx, cpp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = f.Karmada.Dynamic.Resource(clusterPolicyResource).Delete(ctx, name, metav1.DeleteOptions{})
+	})
 }
 
 // bindingGate is a running carbongate serving the binding webhook.
