@@ -200,6 +200,7 @@ type entryJSON struct {
 	Reason        string    `json:"reason,omitempty"`
 	Coverage      float64   `json:"coverage"`
 	PowerWatts    float64   `json:"power_watts"`
+	PowerSource   string    `json:"power_source,omitempty"` // declared, or estimated from its requests
 	AdmittedAt    time.Time `json:"admitted_at"`
 	Started       string    `json:"started,omitempty"`
 	Ended         string    `json:"ended,omitempty"`
@@ -217,6 +218,12 @@ func toJSON(e ledger.Entry) entryJSON {
 		RealizedGrams: e.RealizedGrams, BaselineGrams: e.BaselineGrams, AvoidedGrams: e.AvoidedGrams}
 	if j.BaselineZone == "" {
 		j.BaselineZone = j.Zone
+	}
+	switch {
+	case e.PowerEstimated:
+		j.PowerSource = "estimated"
+	case e.PowerWatts > 0:
+		j.PowerSource = "declared"
 	}
 	if e.HasPromise {
 		j.PromisedGrams = &e.PromisedGrams
@@ -246,11 +253,11 @@ func writeReportJSON(w io.Writer, es []ledger.Entry) error {
 func writeReportCSV(w io.Writer, es []ledger.Entry) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"kind", "namespace", "name", "zone", "baseline_zone", "signal", "accounting", "mode", "status", "reason", "coverage",
-		"power_watts", "admitted_at", "started", "ended", "energy_kwh", "promised_avoided_g", "realized_g", "run_at_admission_g", "realized_avoided_g"})
+		"power_watts", "power_source", "admitted_at", "started", "ended", "energy_kwh", "promised_avoided_g", "realized_g", "run_at_admission_g", "realized_avoided_g"})
 	for _, e := range es {
 		j := toJSON(e)
 		_ = cw.Write([]string{j.Kind, j.Namespace, j.Name, j.Zone, j.BaselineZone, j.Signal, j.Accounting, j.Mode, j.Status, j.Reason, num(&j.Coverage),
-			num(&j.PowerWatts), stampOf(j.AdmittedAt), j.Started, j.Ended, num(&j.EnergyKWh), num(j.PromisedGrams), num(j.RealizedGrams), num(j.BaselineGrams), num(j.AvoidedGrams)})
+			num(&j.PowerWatts), j.PowerSource, stampOf(j.AdmittedAt), j.Started, j.Ended, num(&j.EnergyKWh), num(j.PromisedGrams), num(j.RealizedGrams), num(j.BaselineGrams), num(j.AvoidedGrams)})
 	}
 	cw.Flush()
 	if _, err := io.WriteString(w, "\n"); err != nil {

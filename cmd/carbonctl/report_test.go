@@ -92,7 +92,7 @@ func TestReportBundled(t *testing.T) {
 		!near(done["realized_avoided_g"], sum(0, 2)-sum(10, 12)) || done["promised_avoided_g"] != 500.0 {
 		t.Errorf("done = %v, want realized %v, run at admission %v", done, sum(10, 12), sum(0, 2))
 	}
-	if done["accounting"] != "location-based average (lifecycle)" {
+	if done["accounting"] != "location-based average (lifecycle)" || done["power_source"] != "declared" {
 		t.Errorf("accounting %v", done["accounting"])
 	}
 	if w := byName["waiting"]; w["status"] != "pending" || w["realized_avoided_g"] != nil {
@@ -228,5 +228,28 @@ func TestReportBaselineZone(t *testing.T) {
 		if w["baseline_zone"] != string(tc.base) || !near(w["realized_g"], sum("SE", 10, 12)) || !near(w["run_at_admission_g"], sum(tc.base, 0, 2)) {
 			t.Errorf("%v: %v, want run at admission in %s: %v g, realized in SE %v g", tc.flags, w, tc.base, sum(tc.base, 0, 2), sum("SE", 10, 12))
 		}
+	}
+}
+
+// TestReportEstimatedPower: a workload that declared no power is charged
+// at the power the webhook estimated from its requests, labelled so.
+func TestReportEstimatedPower(t *testing.T) {
+	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	m := held("team", "sized", "DE", t0, map[string]string{hold.AnnotationEstimatedPower: "37.5"})
+	delete(m.Annotations, hold.AnnotationPowerWatts)
+	j := &batchv1.Job{ObjectMeta: m, Status: batchv1.JobStatus{StartTime: tp(t0.Add(10 * time.Hour)), CompletionTime: tp(t0.Add(12 * time.Hour))}}
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(j), nil }}
+	var out, errOut bytes.Buffer
+	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	var doc struct {
+		Workloads []map[string]any `json:"workloads"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if w := doc.Workloads[0]; w["status"] != "realized" || w["power_watts"] != 37.5 || w["power_source"] != "estimated" || !near(w["energy_kwh"], 0.075) {
+		t.Errorf("%v, want realized at 37.5 W estimated (0.075 kWh)", w)
 	}
 }

@@ -66,6 +66,9 @@ type workload struct {
 	// workload is held (a suspended Job's pod template node affinity is
 	// mutable until it starts; a gated Pod's may only be narrowed).
 	movable bool
+	// pods is how many of its pods run at once: a Job's parallelism
+	// (within its completions), a Pod's 1.
+	pods int32
 }
 
 // decideWorkload holds a Job or bare Pod that opted in (see package hold).
@@ -152,6 +155,10 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 		return unplaced(raw, w.failed(err, object{}).message)
 	}
 	region := cand.reps[d.Decision.Zone]
+	estimated := false
+	if watts == 0 {
+		watts, estimated = w.sizedPower(wl, region)
+	}
 	dec := hold.Decision{Region: region, Zone: string(d.Decision.Zone), Start: d.Decision.Start, ReleaseBy: deadline.Add(-dur)}
 	prov, err := provenanceJSON(region, d, requestID)
 	if err != nil {
@@ -164,6 +171,9 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 	p.set(hold.Held, "metadata", "labels", hold.Label)
 	a := dec.Annotations()
 	a[AnnotationProvenance] = prov
+	if estimated {
+		a[hold.AnnotationEstimatedPower] = strconv.FormatFloat(watts, 'f', -1, 64)
+	}
 	promise(a, d, watts, dur)
 	pinned := len(cand.regions) > 1 && region != ""
 	if pinned && wl.movable {
@@ -218,8 +228,8 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 			return workload{}, fmt.Errorf("not a batch/v1 Job: %v", err)
 		}
 		return workload{meta: &j.ObjectMeta, pod: &j.Spec.Template.Spec, podPath: []string{"spec", "template", "spec"}, runFor: j.Spec.ActiveDeadlineSeconds,
-			movable: true,
-			hold:    func(p *rawPatch) { p.set(true, "spec", "suspend") },
+			movable: true, pods: jobPods(j.Spec),
+			hold: func(p *rawPatch) { p.set(true, "spec", "suspend") },
 			eligible: func() string {
 				if j.Spec.Suspend != nil && *j.Spec.Suspend {
 					return "created suspended: its creator releases it"
@@ -231,7 +241,7 @@ func decodeWorkload(kind string, raw []byte) (workload, error) {
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return workload{}, fmt.Errorf("not a v1 Pod: %v", err)
 		}
-		return workload{meta: &p.ObjectMeta, pod: &p.Spec, podPath: []string{"spec"}, runFor: p.Spec.ActiveDeadlineSeconds,
+		return workload{meta: &p.ObjectMeta, pod: &p.Spec, podPath: []string{"spec"}, runFor: p.Spec.ActiveDeadlineSeconds, pods: 1,
 			hold: func(rp *rawPatch) { rp.appendTo(corev1.PodSchedulingGate{Name: hold.Gate}, "spec", "schedulingGates") },
 			eligible: func() string {
 				switch {
@@ -298,6 +308,14 @@ func (w *Webhook) workloadWindow(wl workload, ns string, nsAnnotations map[strin
 
 // zoneOf returns the grid zone of a region name of the cluster's provider.
 func (w *Webhook) zoneOf(name string) forecast.Zone {
+	_, r, _ := w.regionNamed(name)
+	return r.Zone
+}
+
+// regionNamed returns the region of the cluster's provider named name and
+// that provider: the configured provider's, else the first provider's (in
+// regions.Providers order) that has the name.
+func (w *Webhook) regionNamed(name string) (provider string, r Region, ok bool) {
 	providers := regions.Providers()
 	if p := w.cfg.Workloads.Provider; p != "" {
 		providers = []string{p}
@@ -305,11 +323,11 @@ func (w *Webhook) zoneOf(name string) forecast.Zone {
 	for _, p := range providers {
 		for _, r := range w.cfg.Data.Regions(p) {
 			if r.Name == name {
-				return r.Zone
+				return p, r, true
 			}
 		}
 	}
-	return ""
+	return "", Region{}, false
 }
 
 // keepDecision admits an UPDATE of a held or released workload with the

@@ -197,12 +197,15 @@ func recordEvent(e ledger.Entry) (reason, msg string) {
 		if e.HasPromise {
 			msg += fmt.Sprintf(" (the forecast promised %.1f g)", e.PromisedGrams)
 		}
+		if e.PowerEstimated {
+			msg += fmt.Sprintf("; its power, %g W, estimated from what its pods request", e.PowerWatts)
+		}
 		if e.Mode == hold.ModeShadow {
 			msg = "in shadow, what holding it to its decision would have done: " + msg
 		}
 		return "Realized", msg
 	case ledger.NoPower:
-		return "RealizedNoPower", "ran, but declares no power (" + hold.AnnotationPowerWatts + "): no realized grams"
+		return "RealizedNoPower", "ran, but declares no power (" + hold.AnnotationPowerWatts + ") and requests no CPU to estimate it from: no realized grams"
 	}
 	return "RealizedPartial", fmt.Sprintf("%s: %.0f%% of the hours of its run and of running at admission observed; no realized grams (never filled with forecasts)",
 		e.Reason, 100*e.Coverage)

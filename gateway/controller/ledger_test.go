@@ -99,9 +99,12 @@ func TestRecordEvent(t *testing.T) {
 	t.Parallel()
 	g := func(v float64) *float64 { return &v }
 	reason, msg := recordEvent(ledger.Entry{Status: ledger.Realized, RealizedGrams: g(500), BaselineGrams: g(800), AvoidedGrams: g(300),
-		Accounting: ledger.Accounting("lifecycle"), Workload: ledger.Workload{Zone: "SE", Started: lat(2, 30), Ended: lat(3, 30), PromisedGrams: 350, HasPromise: true}})
-	if reason != "Realized" || !strings.Contains(msg, "realized avoided 300.0 g") || !strings.Contains(msg, "promised 350.0 g") || !strings.Contains(msg, "location-based average") {
-		t.Errorf("realized: %s %q", reason, msg)
+		Accounting: ledger.Accounting("lifecycle"), Workload: ledger.Workload{Zone: "SE", BaselineZone: "PL", Started: lat(2, 30), Ended: lat(3, 30), PromisedGrams: 350, HasPromise: true,
+			PowerWatts: 37.5, PowerEstimated: true}})
+	for _, want := range []string{"realized avoided 300.0 g", "promised 350.0 g", "location-based average", ") in PL would have emitted 800.0 g", "its power, 37.5 W, estimated"} {
+		if reason != "Realized" || !strings.Contains(msg, want) {
+			t.Errorf("realized: %s %q, want %q", reason, msg, want)
+		}
 	}
 	reason, msg = recordEvent(ledger.Entry{Status: ledger.Partial, Coverage: 0.75, Reason: "hours not observed 48h0m0s after the run"})
 	if reason != "RealizedPartial" || !strings.Contains(msg, "75% of the hours") {

@@ -66,7 +66,12 @@ const (
 	// the first candidate). The ledger charges its run at admission there.
 	// Absent on decisions made before it existed: the decided zone.
 	AnnotationBaselineZone = "carbongate.io/baseline-zone"
-	AnnotationReleasedAt   = "carbongate.io/released-at"
+	// AnnotationEstimatedPower is the average power in watts carbongate
+	// estimated for a workload that declares none (AnnotationPowerWatts)
+	// from what its pods request: the promise's grams and the ledger use
+	// it as they use a declared power.
+	AnnotationEstimatedPower = "carbongate.io/estimated-power-watts"
+	AnnotationReleasedAt     = "carbongate.io/released-at"
 	// AnnotationReleaseReason says why the controller released: one of
 	// the Reason values.
 	AnnotationReleaseReason = "carbongate.io/release-reason"

@@ -32,7 +32,8 @@ func PodWorkload(p *corev1.Pod, sig forecast.Signal) (ledger.Workload, error) {
 }
 
 // WorkloadOf reads a held object's annotations: the decided zone, the
-// promise's baseline zone, the declared power, the promised avoided grams;
+// promise's baseline zone, the declared power (else the webhook's
+// estimate), the promised avoided grams;
 // its creation is its
 // admission, start and end its actual run as the API reports it. An error
 // names the annotation that does not parse.
@@ -50,12 +51,17 @@ func WorkloadOf(kind string, m metav1.ObjectMeta, start, end time.Time, sig fore
 			return ledger.Workload{}, fmt.Errorf("annotation %s: %s", AnnotationBaselineZone, forecast.ErrorMessage(err))
 		}
 	}
-	if v, ok := a[AnnotationPowerWatts]; ok {
+	for _, k := range []string{AnnotationPowerWatts, AnnotationEstimatedPower} {
+		v, ok := a[k]
+		if !ok {
+			continue
+		}
 		p, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(p > 0 && p <= MaxPowerWatts) {
-			return ledger.Workload{}, fmt.Errorf("annotation %s: %q is not a power in watts in (0, %d]", AnnotationPowerWatts, v, MaxPowerWatts)
+			return ledger.Workload{}, fmt.Errorf("annotation %s: %q is not a power in watts in (0, %d]", k, v, MaxPowerWatts)
 		}
-		w.PowerWatts = p
+		w.PowerWatts, w.PowerEstimated = p, k == AnnotationEstimatedPower
+		break
 	}
 	w.PromisedGrams, w.HasPromise = AvoidedGrams(a)
 	return w, nil

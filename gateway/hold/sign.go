@@ -28,7 +28,7 @@ var Outputs = []string{
 	AnnotationRegion, AnnotationZone, AnnotationStart, AnnotationReleaseBy,
 	AnnotationSavingsPct, AnnotationAvoidedGrams, AnnotationSignature,
 	AnnotationProvenance, AnnotationUnscheduled, AnnotationShadow, AnnotationCandidates,
-	AnnotationBaselineZone,
+	AnnotationBaselineZone, AnnotationEstimatedPower,
 }
 
 // ReleaseStamp are the annotations a release writes.
@@ -52,28 +52,24 @@ var signed = []string{AnnotationRegion, AnnotationZone, AnnotationStart, Annotat
 // not leave a decision that verifies.
 var signedPlace = append(slices.Clone(signed), AnnotationCluster, AnnotationCandidates)
 
-// signedBaseline and signedPlaceBaseline are signed and signedPlace with
-// the promise's baseline zone (AnnotationBaselineZone), which the ledger
-// charges; decisions made before it existed have none and verify as they
-// were signed.
+// signedV3 are the annotations the signature of a decision carrying any
+// of v3Keys covers: signedPlace and v3Keys, each marked absent when it is
+// (mac), so that none can be added or removed. Decisions made before they
+// existed have none and verify as they were signed (v1, v2).
 var (
-	signedBaseline      = append(slices.Clone(signed), AnnotationBaselineZone)
-	signedPlaceBaseline = append(slices.Clone(signedPlace), AnnotationBaselineZone)
+	v3Keys   = []string{AnnotationBaselineZone, AnnotationEstimatedPower}
+	signedV3 = append(slices.Clone(signedPlace), v3Keys...)
 )
 
-// covered returns the domain and the annotations a's signature covers:
-// each combination of candidates and baseline zone is a domain of its
-// own, so that removing either leaves a decision that does not verify.
+// covered returns the domain and the annotations a's signature covers.
 func covered(a map[string]string) (string, []string) {
-	_, place := a[AnnotationCandidates]
-	_, base := a[AnnotationBaselineZone]
-	switch {
-	case place && base:
-		return placeBaselineDomain, signedPlaceBaseline
-	case place:
+	for _, k := range v3Keys {
+		if _, ok := a[k]; ok {
+			return v3Domain, signedV3
+		}
+	}
+	if _, ok := a[AnnotationCandidates]; ok {
 		return placeDomain, signedPlace
-	case base:
-		return baselineDomain, signedBaseline
 	}
 	return decisionDomain, signed
 }
@@ -156,13 +152,12 @@ func (g *Signer) equal(got, want string) bool {
 	return hmac.Equal(a, b)
 }
 
-// The domains of decisions: without candidates (v1) and with (v2); each
-// also with the baseline zone (v3, v4).
+// The domains of decisions: without candidates (v1), with (v2), with the
+// promise's baseline zone or an estimated power (v3, see signedV3).
 const (
-	decisionDomain      = "carbongate.io decision v1"
-	placeDomain         = "carbongate.io decision v2"
-	baselineDomain      = "carbongate.io decision v3"
-	placeBaselineDomain = "carbongate.io decision v4"
+	decisionDomain = "carbongate.io decision v1"
+	placeDomain    = "carbongate.io decision v2"
+	v3Domain       = "carbongate.io decision v3"
 )
 
 // mac is the HMAC of the annotations keys of a in domain (a decision or a

@@ -167,10 +167,11 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
-// TestSignBaseline: the promise's baseline zone is signed with the
-// decision, with or without candidates: editing, removing or adding it
-// leaves a decision that does not verify.
-func TestSignBaseline(t *testing.T) {
+// TestSignV3: the promise's baseline zone and an estimated power are
+// signed with the decision, with or without candidates: editing, removing
+// or adding either, or the candidates beside them, leaves a decision that
+// does not verify.
+func TestSignV3(t *testing.T) {
 	t.Parallel()
 	g, err := NewSigner([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
@@ -178,41 +179,48 @@ func TestSignBaseline(t *testing.T) {
 	}
 	job := Subject{Kind: "Job", Namespace: "batch", Name: "train"}
 	cands := FormatCandidates([]Candidate{{Zone: "SE", Region: "swedencentral"}, {Zone: "PL", Region: "polandcentral"}})
-	for _, withCands := range []bool{false, true} {
-		signedWith := func(base bool) map[string]string {
-			a := signedDecision(t, g, job)
-			if withCands {
-				a[AnnotationCandidates] = cands
+	for _, key := range []string{AnnotationBaselineZone, AnnotationEstimatedPower} {
+		other := map[string]string{AnnotationBaselineZone: AnnotationEstimatedPower, AnnotationEstimatedPower: AnnotationBaselineZone}[key]
+		for _, withCands := range []bool{false, true} {
+			signedWith := func(v3 bool) map[string]string {
+				a := signedDecision(t, g, job)
+				if withCands {
+					a[AnnotationCandidates] = cands
+				}
+				if v3 {
+					a[key] = "PL"
+				}
+				a[AnnotationSignature] = g.Sign(job, a)
+				return a
 			}
-			if base {
-				a[AnnotationBaselineZone] = "PL"
+			if err := g.Verify(job, signedWith(true)); err != nil {
+				t.Fatalf("%s, candidates %v: own signature: %v", key, withCands, err)
 			}
-			a[AnnotationSignature] = g.Sign(job, a)
-			return a
-		}
-		if err := g.Verify(job, signedWith(true)); err != nil {
-			t.Fatalf("candidates %v: own signature with a baseline zone: %v", withCands, err)
-		}
-		if !slices.Contains(SignedKeys(signedWith(true)), AnnotationBaselineZone) || slices.Contains(SignedKeys(signedWith(false)), AnnotationBaselineZone) {
-			t.Errorf("candidates %v: SignedKeys lists the baseline zone only when present: %v, %v", withCands, SignedKeys(signedWith(true)), SignedKeys(signedWith(false)))
-		}
-		for _, tc := range []struct {
-			name string
-			base bool
-			edit func(map[string]string)
-		}{
-			{"the baseline zone changed", true, func(a map[string]string) { a[AnnotationBaselineZone] = "DE" }},
-			{"the baseline zone removed", true, func(a map[string]string) { delete(a, AnnotationBaselineZone) }},
-			{"a baseline zone added", false, func(a map[string]string) { a[AnnotationBaselineZone] = "PL" }},
-			{"the candidates removed", true, func(a map[string]string) { delete(a, AnnotationCandidates) }},
-		} {
-			if tc.name == "the candidates removed" && !withCands {
-				continue
+			if !slices.Contains(SignedKeys(signedWith(true)), key) || slices.Contains(SignedKeys(signedWith(false)), key) {
+				t.Errorf("%s, candidates %v: SignedKeys lists it only when present: %v, %v", key, withCands, SignedKeys(signedWith(true)), SignedKeys(signedWith(false)))
 			}
-			a := signedWith(tc.base)
-			tc.edit(a)
-			if err := g.Verify(job, a); !errors.Is(err, ErrUnsigned) {
-				t.Errorf("candidates %v, %s: Verify = %v, want ErrUnsigned", withCands, tc.name, err)
+			for _, tc := range []struct {
+				name string
+				v3   bool
+				edit func(map[string]string)
+			}{
+				{"changed", true, func(a map[string]string) { a[key] = "DE" }},
+				{"removed", true, func(a map[string]string) { delete(a, key) }},
+				{"added", false, func(a map[string]string) { a[key] = "PL" }},
+				{"the other added", true, func(a map[string]string) { a[other] = "1" }},
+				{"the candidates flipped", true, func(a map[string]string) {
+					if _, ok := a[AnnotationCandidates]; ok {
+						delete(a, AnnotationCandidates)
+					} else {
+						a[AnnotationCandidates] = cands
+					}
+				}},
+			} {
+				a := signedWith(tc.v3)
+				tc.edit(a)
+				if err := g.Verify(job, a); !errors.Is(err, ErrUnsigned) {
+					t.Errorf("%s %s, candidates %v: Verify = %v, want ErrUnsigned", key, tc.name, withCands, err)
+				}
 			}
 		}
 	}

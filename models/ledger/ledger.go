@@ -30,8 +30,10 @@ type Workload struct {
 	// Zone (a shift in time only).
 	BaselineZone forecast.Zone
 	Signal       forecast.Signal
-	// PowerWatts is its declared average power; 0: unknown (no grams).
-	PowerWatts float64
+	// PowerWatts is its declared average power, or the one estimated from
+	// its size when PowerEstimated; 0: unknown (no grams).
+	PowerWatts     float64
+	PowerEstimated bool
 	// AdmittedAt is when it was admitted (and decided).
 	AdmittedAt time.Time
 	// Started and Ended are its actual run as the API reports it; zero

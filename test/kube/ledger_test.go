@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -88,6 +89,7 @@ func (e *ctlEnv) testLedger(t *testing.T, g *gate) {
 		t.Errorf("%s=%v, want %v", name, c, math.Abs(got[2]))
 	}
 
+	e.testLedgerSized(t, ns, g)
 	e.testLedgerShadow(t, g, tables)
 
 	// Forged where the webhook does not look: recomputed and signed.
@@ -304,4 +306,33 @@ func (e *ctlEnv) createSeen(t *testing.T, ns string, p *corev1.Pod, label string
 		t.Fatal(err)
 	}
 	return created
+}
+
+// testLedgerSized: a Pod of ns that declares no power is sized from what
+// it requests (4 vCPUs, 8 GiB): the webhook records the estimate with its
+// decision (signed), and the ledger charges it, saying so.
+func (e *ctlEnv) testLedgerSized(t *testing.T, ns string, g *gate) {
+	ctx := context.Background()
+	p := kilowattPod("sized", g.now(t).Add(4*time.Hour))
+	delete(p.Annotations, hold.AnnotationPowerWatts)
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	created := e.createSeen(t, ns, p, hold.Held)
+	est, err := strconv.ParseFloat(created.Annotations[hold.AnnotationEstimatedPower], 64)
+	if err != nil || !(est > 0) {
+		t.Fatalf("estimated power %q, want a positive estimate from the requests", created.Annotations[hold.AnnotationEstimatedPower])
+	}
+	if err := e.signer.Verify(hold.Subject{Kind: "Pod", Namespace: ns, Name: "sized"}, created.Annotations); err != nil {
+		t.Fatalf("the decision with its estimate: %v", err)
+	}
+	released(t, 30*time.Second, "sized pod", func() (metav1.Object, error) {
+		return e.c.kube.CoreV1().Pods(ns).Get(ctx, "sized", metav1.GetOptions{})
+	})
+	e.run(t, ns, "sized", time.Second)
+	if a := e.recorded(t, ns, "sized", "Pod"); a[hold.AnnotationRealizedStatus] != string(ledger.Realized) {
+		t.Fatalf("record %v, want realized", a)
+	}
+	if msg := e.eventMessage(t, ns, "sized", "Realized"); !strings.Contains(msg, "estimated from what its pods request") {
+		t.Errorf("event %q does not say the power was estimated", msg)
+	}
+	t.Logf("sized pod: %v W estimated from 4 vCPUs and 8 GiB", est)
 }
