@@ -238,18 +238,18 @@ func where(d hold.Decision, c hold.Candidate) string {
 // repromise adds the move from cur to best to the promise on the
 // annotations a — the saving against running at once at admission, each
 // step by the forecast it was decided with: the move's forecast gain in
-// grams for the declared power (hold.AnnotationAvoidedGrams) and in points
+// grams for its power, declared or estimated (hold.AnnotationAvoidedGrams) and in points
 // of the baseline's forecast intensity (hold.AnnotationSavingsPct; the
 // baseline's intensity is read back from the admission's provenance). It
-// returns the gain in grams; powered is false without a declared power.
+// returns the gain in grams; powered is false without a power.
 func repromise(a map[string]string, cur, best forecast.Window, dur time.Duration) (gain float64, powered bool) {
 	if p, err := strconv.ParseFloat(a[hold.AnnotationSavingsPct], 64); err == nil && !math.IsNaN(p) && !math.IsInf(p, 0) {
 		if b, ok := baselineMean(a); ok {
 			a[hold.AnnotationSavingsPct] = strconv.FormatFloat(p+100*(cur.Mean-best.Mean)/b, 'f', 1, 64)
 		}
 	}
-	w, err := strconv.ParseFloat(a[hold.AnnotationPowerWatts], 64)
-	if err != nil || !(w > 0 && w <= hold.MaxPowerWatts) {
+	w, _, err := hold.Power(a)
+	if err != nil || w == 0 {
 		return 0, false
 	}
 	gain = w / 1000 * dur.Hours() * (cur.Mean - best.Mean) // W × h / 1000 = kWh; × g/kWh = g

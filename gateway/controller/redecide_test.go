@@ -122,4 +122,15 @@ func TestRedecideMovesPromise(t *testing.T) {
 	if g, ok := repromise(a, forecast.Window{Mean: 500}, forecast.Window{Mean: 220}, time.Hour); !ok || g != 280 || a[hold.AnnotationSavingsPct] != "20.0" || a[hold.AnnotationAvoidedGrams] != "405.0" {
 		t.Errorf("repromise without a provenance: %v %v, %v", g, ok, a)
 	}
+	// A workload sized by the webhook (no declared power) moves its grams
+	// by its estimate; one with neither keeps them.
+	delete(a, hold.AnnotationPowerWatts)
+	a[hold.AnnotationEstimatedPower], a[hold.AnnotationAvoidedGrams] = "500", "62.5"
+	if g, ok := repromise(a, forecast.Window{Mean: 500}, forecast.Window{Mean: 220}, time.Hour); !ok || g != 140 || a[hold.AnnotationAvoidedGrams] != "202.5" {
+		t.Errorf("repromise with an estimated power: %v %v, avoided %s g; want 140 true, 202.5", g, ok, a[hold.AnnotationAvoidedGrams])
+	}
+	delete(a, hold.AnnotationEstimatedPower)
+	if g, ok := repromise(a, forecast.Window{Mean: 500}, forecast.Window{Mean: 220}, time.Hour); ok || g != 0 || a[hold.AnnotationAvoidedGrams] != "202.5" {
+		t.Errorf("repromise without a power: %v %v, avoided %s g", g, ok, a[hold.AnnotationAvoidedGrams])
+	}
 }

@@ -51,6 +51,18 @@ func WorkloadOf(kind string, m metav1.ObjectMeta, start, end time.Time, sig fore
 			return ledger.Workload{}, fmt.Errorf("annotation %s: %s", AnnotationBaselineZone, forecast.ErrorMessage(err))
 		}
 	}
+	if w.PowerWatts, w.PowerEstimated, err = Power(a); err != nil {
+		return ledger.Workload{}, err
+	}
+	w.PromisedGrams, w.HasPromise = AvoidedGrams(a)
+	return w, nil
+}
+
+// Power is the average power in watts of the workload annotated a: the
+// power it declared (AnnotationPowerWatts), else the webhook's estimate
+// from its requests (AnnotationEstimatedPower, estimated true); 0 when it
+// has neither. An error names the annotation that does not parse.
+func Power(a map[string]string) (watts float64, estimated bool, err error) {
 	for _, k := range []string{AnnotationPowerWatts, AnnotationEstimatedPower} {
 		v, ok := a[k]
 		if !ok {
@@ -58,13 +70,11 @@ func WorkloadOf(kind string, m metav1.ObjectMeta, start, end time.Time, sig fore
 		}
 		p, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(p > 0 && p <= MaxPowerWatts) {
-			return ledger.Workload{}, fmt.Errorf("annotation %s: %q is not a power in watts in (0, %d]", k, v, MaxPowerWatts)
+			return 0, false, fmt.Errorf("annotation %s: %q is not a power in watts in (0, %d]", k, v, MaxPowerWatts)
 		}
-		w.PowerWatts, w.PowerEstimated = p, k == AnnotationEstimatedPower
-		break
+		return p, k == AnnotationEstimatedPower, nil
 	}
-	w.PromisedGrams, w.HasPromise = AvoidedGrams(a)
-	return w, nil
+	return 0, false, nil
 }
 
 // JobRun is a Job's actual run: status.startTime (reset when a suspended

@@ -40,3 +40,33 @@ func TestWorkloadOfBaseline(t *testing.T) {
 		t.Errorf("malformed baseline zone: %v, want an error naming %s", err, AnnotationBaselineZone)
 	}
 }
+
+// TestPower: the declared power wins over the webhook's estimate, either
+// is bounded, and one that does not parse is named.
+func TestPower(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a         map[string]string
+		want      float64
+		estimated bool
+		bad       string // the annotation the error names, "" for none
+	}{
+		{map[string]string{AnnotationPowerWatts: "300", AnnotationEstimatedPower: "14"}, 300, false, ""},
+		{map[string]string{AnnotationEstimatedPower: "13.9"}, 13.9, true, ""},
+		{map[string]string{}, 0, false, ""},
+		{map[string]string{AnnotationPowerWatts: "0"}, 0, false, AnnotationPowerWatts},
+		{map[string]string{AnnotationEstimatedPower: "NaN"}, 0, false, AnnotationEstimatedPower},
+		{map[string]string{AnnotationPowerWatts: "1e12", AnnotationEstimatedPower: "14"}, 0, false, AnnotationPowerWatts},
+	} {
+		w, est, err := Power(tc.a)
+		if tc.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("%v: error %v, want one naming %s", tc.a, err, tc.bad)
+			}
+			continue
+		}
+		if err != nil || w != tc.want || est != tc.estimated {
+			t.Errorf("%v: %v %v %v, want %v %v", tc.a, w, est, err, tc.want, tc.estimated)
+		}
+	}
+}
