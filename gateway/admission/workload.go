@@ -87,20 +87,18 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
 		return deny(400, "request.object: %v", err)
 	}
-	var nsLabels, nsAnnotations map[string]string
-	if req.Operation == admissionv1.Create {
-		nsLabels, nsAnnotations, _ = wc.Cluster.Namespace(req.Namespace)
-		_, annotated := meta.Annotations[hold.AnnotationDeadline]
-		if !annotated && !namespaceOptedIn(nsLabels) {
-			return allow()
-		}
+	// An UPDATE keeps the decision it had: sanitized (strip.go) put back
+	// what it dropped of the hold label and the outputs.
+	if req.Operation == admissionv1.Update {
+		return allow()
+	}
+	nsLabels, nsAnnotations, _ := wc.Cluster.Namespace(req.Namespace)
+	if _, annotated := meta.Annotations[hold.AnnotationDeadline]; !annotated && !namespaceOptedIn(nsLabels) {
+		return allow()
 	}
 	wl, err := decodeWorkload(req.Kind.Kind, req.Object.Raw)
 	if err != nil {
 		return deny(400, "request.object: %v", err)
-	}
-	if req.Operation == admissionv1.Update {
-		return w.keepDecision(req, wl)
 	}
 	if why := wl.eligible(); why != "" {
 		return allow()
@@ -328,31 +326,6 @@ func (w *Webhook) regionNamed(name string) (provider string, r Region, ok bool) 
 		}
 	}
 	return "", Region{}, false
-}
-
-// keepDecision admits an UPDATE of a held or released workload with the
-// decision it had (labels and annotations the update dropped are put
-// back); other updates are admitted unchanged.
-func (w *Webhook) keepDecision(req *admissionv1.AdmissionRequest, wl workload) outcome {
-	var old metav1.PartialObjectMetadata
-	if json.Unmarshal(req.OldObject.Raw, &old) != nil || old.Labels[hold.Label] == "" {
-		return allow()
-	}
-	p, err := newRawPatch(req.Object.Raw)
-	if err != nil {
-		return deny(400, "request.object: %v", err)
-	}
-	if _, ok := wl.meta.Labels[hold.Label]; !ok {
-		p.set(old.Labels[hold.Label], "metadata", "labels", hold.Label)
-	}
-	for _, k := range []string{hold.AnnotationRegion, hold.AnnotationZone, hold.AnnotationStart, hold.AnnotationReleaseBy, hold.AnnotationSavingsPct, hold.AnnotationAvoidedGrams, AnnotationProvenance, hold.AnnotationCandidates} {
-		if v, ok := old.Annotations[k]; ok {
-			if _, has := wl.meta.Annotations[k]; !has {
-				p.set(v, "metadata", "annotations", k)
-			}
-		}
-	}
-	return p.outcome()
 }
 
 // pin ANDs "node region In [region]" into the required node affinity of
