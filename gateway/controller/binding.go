@@ -101,7 +101,7 @@ var clusterGVK = schema.GroupVersionKind{Group: "cluster.karmada.io", Version: "
 // to schedule it, NoExecute only in a member it was scheduled to (staged
 // ahead: a NoSchedule taint does not move what is scheduled, as for pods
 // on nodes) — "" when one can or carbongate did not narrow it.
-func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (string, error) {
+func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (unavailable, error) {
 	var b struct {
 		Spec struct {
 			Placement struct {
@@ -114,11 +114,11 @@ func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (
 		} `json:"spec"`
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, &b); err != nil {
-		return "", fmt.Errorf("reading the binding's placement: %w", err)
+		return unavailable{}, fmt.Errorf("reading the binding's placement: %w", err)
 	}
 	names, tolerations := b.Spec.Placement.ClusterAffinity.ClusterNames, b.Spec.Placement.ClusterTolerations
 	if obj.GetAnnotations()[hold.AnnotationCluster] == "" || len(names) == 0 {
-		return "", nil
+		return unavailable{}, nil
 	}
 	var reasons []string
 	scheduled := len(b.Spec.Clusters) > 0
@@ -131,7 +131,7 @@ func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (
 		in := slices.ContainsFunc(b.Spec.Clusters, func(t targetCluster) bool { return t.Name == name })
 		why := clusterBlocked(c, tolerations, in)
 		if why == "" {
-			return "", nil
+			return unavailable{}, nil
 		}
 		reasons = append(reasons, name+": "+why)
 	}
@@ -139,8 +139,9 @@ func memberCannotTake(ctx context.Context, r client.Reader, obj client.Object) (
 	if scheduled {
 		then = "scheduled there ahead of its release, Karmada dispatches it once the member can take it (its Works' Applied condition says why not yet)"
 	}
-	return fmt.Sprintf("released to member cluster %s, which cannot take it now (%s): %s",
-		strings.Join(names, ", "), strings.Join(reasons, "; "), then), nil
+	members, why := strings.Join(names, ", "), strings.Join(reasons, "; ")
+	return unavailable{now: fmt.Sprintf("member cluster %s cannot take it now (%s)", members, why),
+		released: fmt.Sprintf("released to member cluster %s, which cannot take it now (%s): %s", members, why, then)}, nil
 }
 
 // targetCluster is a cluster Karmada's scheduler put a binding in

@@ -102,7 +102,7 @@ func TestStageAhead(t *testing.T) {
 		}
 		r := bindingReleaser(tc.lead)
 		r.deps = deps{client: c, clock: fast, metrics: newMetrics(nil), log: slog.New(slog.DiscardHandler)}
-		next, err := r.stageAhead(context.Background(), b, tc.now, at, tc.next)
+		next, err := r.stageAhead(context.Background(), b, hold.Decision{Start: at, ReleaseBy: at.Add(time.Hour)}, tc.now, tc.next)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -163,7 +163,8 @@ func TestMemberCannotTake(t *testing.T) {
 		if tc.scheduled {
 			b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": tc.names[0], "replicas": int64(1)}}
 		}
-		got, err := memberCannotTake(context.Background(), r, b)
+		why, err := memberCannotTake(context.Background(), r, b)
+		got := why.released
 		if err != nil {
 			t.Fatal(err)
 		}

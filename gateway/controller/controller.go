@@ -107,11 +107,14 @@ type Config struct {
 	// LedgerRetry and LedgerHorizon: see DefaultLedgerRetry and
 	// DefaultLedgerHorizon (their defaults), in the gateway's clock.
 	LedgerRetry, LedgerHorizon time.Duration
-	// Rescheduler, when set, re-decides held Jobs and Pods once per
-	// forecast hour until their release (redecide.go); RedecideGain is the
-	// share a new start must save to move a hold (default
-	// DefaultRedecideGain).
+	// Rescheduler, when set, is the gateway asked where a held workload
+	// goes when the place it was decided for cannot take it at its staging
+	// or release (moveoff.go) and, with Redecide, re-decides held
+	// workloads once per forecast hour until their release (redecide.go);
+	// RedecideGain is the share a new start must save to move a hold
+	// (default DefaultRedecideGain).
 	Rescheduler  Rescheduler
+	Redecide     bool
 	RedecideGain float64
 	// Federation, when set, is a Karmada API server whose held
 	// ResourceBindings the controller releases too (binding.go), with the
@@ -282,12 +285,14 @@ func (c *Controller) deps() deps {
 		nodes: c.mgr.GetCache()}
 }
 
-// redecider is a releaser's re-decider: nil without Config.Rescheduler.
+// redecider is a releaser's re-decider (hourly with Config.Redecide): nil
+// without Config.Rescheduler.
 func (c *Controller) redecider() *redecider {
 	if c.cfg.Rescheduler == nil {
 		return nil
 	}
-	return &redecider{sched: c.cfg.Rescheduler, gain: cmp.Or(c.cfg.RedecideGain, DefaultRedecideGain), timeout: redecideTimeout, asked: map[string]time.Time{}}
+	return &redecider{sched: c.cfg.Rescheduler, hourly: c.cfg.Redecide, gain: cmp.Or(c.cfg.RedecideGain, DefaultRedecideGain),
+		timeout: redecideTimeout, asked: map[string]time.Time{}}
 }
 
 // watched selects the Jobs and Pods the controller caches: those held, and

@@ -78,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"workload_namespace", "mode", "status"}),
 		redecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_redecisions_total",
-			Help: "Held workloads re-decided on a newer forecast, by kind, outcome (moved: the hold's start or place changed; kept: no window beat it by the threshold; failed: the gateway or the patch failed) and move (of a moved one: time, place or place-and-time; empty otherwise).",
+			Help: "Held workloads re-decided on a newer forecast, by kind, outcome (moved: the hold's start or place changed; kept: no window beat it by the threshold; failed: the gateway or the patch failed) and move (of a moved one: time, place or place-and-time; unavailable: moved off a decided place that could not take it at its staging or release; empty otherwise).",
 		}, []string{"kind", "outcome", "move"}),
 		redecisionGain: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_controller_redecision_gain_grams_total",

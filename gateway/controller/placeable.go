@@ -33,30 +33,38 @@ func (r *releaser) warnUnplaceable(ctx context.Context, obj client.Object) {
 		r.log.Warn("controller: checking where a released workload runs", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 		return
 	}
-	if why == "" {
+	if why.now == "" {
 		return
 	}
 	r.metrics.unplaceable.WithLabelValues(r.kind).Inc()
-	r.events.Eventf(obj, corev1.EventTypeWarning, "Unplaceable", "%s", why)
+	r.events.Eventf(obj, corev1.EventTypeWarning, "Unplaceable", "%s", why.released)
+}
+
+// unavailable says why where a workload was decided to run cannot take it
+// now ("" when it can): now says so, released what follows from a release
+// there.
+type unavailable struct {
+	now, released string
 }
 
 // nodesCannotTake is the check of Jobs and Pods whose pod spec spec
 // returns: no node of the decided region can take a pod of it now.
-func nodesCannotTake(spec func(client.Object) *corev1.PodSpec) func(context.Context, client.Reader, client.Object) (string, error) {
-	return func(ctx context.Context, r client.Reader, obj client.Object) (string, error) {
+func nodesCannotTake(spec func(client.Object) *corev1.PodSpec) func(context.Context, client.Reader, client.Object) (unavailable, error) {
+	return func(ctx context.Context, r client.Reader, obj client.Object) (unavailable, error) {
 		region := obj.GetAnnotations()[hold.AnnotationRegion]
 		if region == "" {
-			return "", nil
+			return unavailable{}, nil
 		}
 		var nodes corev1.NodeList
 		if err := r.List(ctx, &nodes, client.MatchingLabels{hold.RegionLabel: region}); err != nil {
-			return "", fmt.Errorf("listing the nodes of region %s: %w", region, err)
+			return unavailable{}, fmt.Errorf("listing the nodes of region %s: %w", region, err)
 		}
 		why := unplaceable(nodes.Items, spec(obj))
 		if why == "" {
-			return "", nil
+			return unavailable{}, nil
 		}
-		return fmt.Sprintf("released to run in %s, but no node there can take its pods now (%s): they stay Pending until one can; the scheduler's reason is on the pods' FailedScheduling events", region, why), nil
+		return unavailable{now: fmt.Sprintf("no node of region %s can take its pods now (%s)", region, why),
+			released: fmt.Sprintf("released to run in %s, but no node there can take its pods now (%s): they stay Pending until one can; the scheduler's reason is on the pods' FailedScheduling events", region, why)}, nil
 	}
 }
 

@@ -46,6 +46,7 @@ var _ Rescheduler = (*gateway.Service)(nil)
 // place with the pinning in the same patch.
 type redecider struct {
 	sched   Rescheduler
+	hourly  bool // re-decide once per forecast hour (else only move off, moveoff.go)
 	gain    float64
 	timeout time.Duration
 
@@ -183,18 +184,36 @@ func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision,
 		r.metrics.redecisions.WithLabelValues(r.kind, "kept", "").Inc()
 		return d
 	}
+	nd, kind, err := r.shift(ctx, obj, d, pl.from, to, cur, best, dur)
+	if err != nil {
+		return d
+	}
+	r.metrics.redecisions.WithLabelValues(r.kind, "moved", kind).Inc()
+	r.events.Eventf(obj, corev1.EventTypeNormal, "Redecided", "moved from %s to %s: the newer forecast puts it %.0f%% lower (%.1f → %.1f gCO2eq/kWh)%s",
+		where(d, pl.from), where(nd, to), 100*share, cur.Mean, best.Mean, promised(obj.GetAnnotations()))
+	r.log.Info("redecided", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "move", kind,
+		"from", d.Start, "to", nd.Start, "from_zone", d.Zone, "to_zone", nd.Zone, "gain", share)
+	return nd
+}
+
+// shift moves obj's hold under d from the place from, where its forecast
+// window is cur, to best in the place to — its time, and its pinning when
+// the place changes — moving its promise and re-signing the decision in
+// one patch; it returns the decision in force and the kind of move (an
+// error, counted: obj is unchanged where it is stored).
+func (r *releaser) shift(ctx context.Context, obj client.Object, d hold.Decision, from, to hold.Candidate, cur, best forecast.Window, dur time.Duration) (hold.Decision, string, error) {
 	orig := obj.DeepCopyObject().(client.Object)
 	nd := d
 	nd.Start = best.Start.UTC().Truncate(time.Second)
 	kind := moveTime
 	a := obj.GetAnnotations()
-	if to.Zone != pl.from.Zone {
+	if to.Zone != from.Zone || to.Cluster != from.Cluster {
 		kind = movePlaceAndTime
 		if nd.Start.Equal(d.Start) {
 			kind = movePlace
 		}
 		nd.Zone, nd.Region = to.Zone, to.Region
-		r.place.repin(obj, pl.from, to)
+		r.place.repin(obj, from, to)
 		delete(a, hold.AnnotationRegion) // set again unless the new place has none
 		if to.Cluster != "" {
 			a[hold.AnnotationCluster] = to.Cluster
@@ -208,18 +227,13 @@ func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision,
 	obj.SetAnnotations(a)
 	if err := patchOnce(ctx, r.client, obj, orig); err != nil {
 		r.metrics.redecisions.WithLabelValues(r.kind, "failed", "").Inc()
-		r.log.Warn("redecide: moving the hold", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
-		return d
+		r.log.Warn("moving a hold", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
+		return d, "", err
 	}
-	r.metrics.redecisions.WithLabelValues(r.kind, "moved", kind).Inc()
-	if powered {
+	if powered && gain > 0 { // a counter; a move off an unavailable place may lose
 		r.metrics.redecisionGain.WithLabelValues(obj.GetNamespace()).Add(gain)
 	}
-	r.events.Eventf(obj, corev1.EventTypeNormal, "Redecided", "moved from %s to %s: the newer forecast puts it %.0f%% lower (%.1f → %.1f gCO2eq/kWh)%s",
-		where(d, pl.from), where(nd, to), 100*share, cur.Mean, best.Mean, promised(a))
-	r.log.Info("redecided", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "move", kind,
-		"from", d.Start, "to", nd.Start, "from_zone", d.Zone, "to_zone", nd.Zone, "gain", share)
-	return nd
+	return nd, kind, nil
 }
 
 // where says when and where d runs: its start and zone, with the region

@@ -28,11 +28,11 @@ type releaser struct {
 	held func(client.Object) bool
 	// release lets obj run.
 	release func(client.Object)
-	// cannotTake says, after obj's release, why where it was released to
-	// cannot take it now, "" when it can (placeable.go): the decided
+	// cannotTake says why where obj is decided to run cannot take it now,
+	// nothing when it can (placeable.go): the decided
 	// region's nodes, read with r, for Jobs and Pods; the decided member
 	// clusters for bindings.
-	cannotTake func(ctx context.Context, r client.Reader, obj client.Object) (string, error)
+	cannotTake func(ctx context.Context, r client.Reader, obj client.Object) (unavailable, error)
 	// stage, when set, readies held obj for its release, still held
 	// (stage.go), reporting whether it changed obj; lead is how long
 	// ahead of the release, in wall time (0: not staged).
@@ -40,7 +40,7 @@ type releaser struct {
 	lead  time.Duration
 
 	deps
-	redecider *redecider // nil: a decision stands until its time
+	redecider *redecider // nil: a decision stands until its time, wherever it is
 	// place moves obj's pinning when re-deciding moves its zone (place.go);
 	// nil: re-deciding moves the time only (Pods).
 	place *placer
@@ -116,7 +116,7 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 				at.Format(time.RFC3339), d.Reason(), cmp.Or(d.Region, "the cluster"))
 		}
 		next := at
-		if r.redecider != nil {
+		if r.redecider != nil && r.redecider.hourly {
 			if r.redecider.due(req.String(), now) {
 				d = r.redecide(ctx, obj, d, now)
 				at = d.ReleaseAt()
@@ -124,9 +124,12 @@ func (r *releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			next = nextAsk(now, at)
 		}
 		if now.Before(at) {
-			next, err := r.stageAhead(ctx, obj, now, at, next)
+			next, err := r.stageAhead(ctx, obj, d, now, next)
 			return ctrl.Result{RequeueAfter: clock.Wall(r.clock, next.Sub(now))}, err
 		}
+	}
+	if d, err = r.moveOff(ctx, obj, d, now); err != nil {
+		return ctrl.Result{}, ignoreGone(err)
 	}
 	return ctrl.Result{}, r.releaseNow(ctx, obj, d.Reason(), now, at)
 }

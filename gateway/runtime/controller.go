@@ -103,10 +103,6 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 	if err != nil {
 		return fmt.Errorf("--vm-kinds: %w", err)
 	}
-	var resched controller.Rescheduler
-	if c.Redecide {
-		resched = m.gw.Service
-	}
 	// With --karmada-kubeconfig the webhook holds the bindings it places
 	// and the controller releases them there.
 	var fed *rest.Config
@@ -116,7 +112,7 @@ func (c *controllerPart) open(m *Runtime, clk clock.Clock, reg prometheus.Regist
 		}
 	}
 	c.ctl, err = controller.New(controller.Config{
-		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace, Rescheduler: resched, Federation: fed,
+		REST: cfg, Clock: clk, LeaseNamespace: c.Namespace, Rescheduler: m.gw.Service, Redecide: c.Redecide, Federation: fed,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		QPS: float32(c.QPS), Burst: c.Burst,
 		Registerer: reg, Logger: m.Logger, Signer: c.signer, VMKinds: kinds, Observed: obs,

@@ -21,11 +21,13 @@ import (
 // testReleaseTainted: the member a held Job was placed in is tainted
 // NoSchedule (a member cordoned, or NotReady: Karmada taints those the same
 // way) before its release, and before it is staged. Karmada's scheduler
-// then finds no cluster the narrowed placement allows and leaves it
-// unscheduled when carbongate stages it and at its release — the Job goes
-// to no other member — until the taint is gone, when the Job appears in
-// the decided member. (A member tainted NoSchedule after the staging keeps
-// what Karmada scheduled there, as a node keeps its pods.)
+// would find no cluster the narrowed placement allows and leave it
+// unscheduled until the taint went; carbongate's controller, staging it,
+// moves it first to the cleanest other member its policy allows that can
+// take it (a MovedOff warning says why and where), so the Job appears in
+// that member, at its time, and in no other. (A member tainted NoSchedule
+// after the staging keeps what Karmada scheduled there, as a node keeps
+// its pods.)
 func testReleaseTainted(t *testing.T, f *Federation) {
 	const ns = "tainted"
 	createNamespace(t, f, ns)
@@ -34,7 +36,7 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "tainted-job", labelled(hold.Held))
-	want := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
+	decided := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
 	dec, err := hold.Parse(b.GetAnnotations())
 	if err != nil {
 		t.Fatal(err)
@@ -42,37 +44,41 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if time.Until(clk.wallOf(dec.ReleaseAt())) < taintedAhead+time.Second {
 		t.Fatalf("released %v from now: too soon to taint its member before it is staged %v ahead", time.Until(clk.wallOf(dec.ReleaseAt())), taintedAhead)
 	}
-	taint(t, f, want.Name, `[{"key":"example.com/maintenance","effect":"NoSchedule"}]`)
+	taint(t, f, decided.Name, `[{"key":"example.com/maintenance","effect":"NoSchedule"}]`)
+	t.Cleanup(func() { taint(t, f, decided.Name, "null") })
 
-	waitBinding(t, f, ns, "tainted-job", labelled(hold.Released))
-	time.Sleep(3 * time.Second) // Karmada's scheduler has tried
-	if in := jobIn(t, f, ns, "tainted"); len(in) > 0 {
-		t.Fatalf("Job tainted/tainted in %v while its member %s is tainted, want in none", in, want.Name)
+	b = waitBinding(t, f, ns, "tainted-job", labelled(hold.Released))
+	moved := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
+	if moved == nil || moved.Name == decided.Name {
+		t.Fatalf("released in %s, want moved off tainted %s", b.GetAnnotations()[admission.AnnotationCluster], decided.Name)
 	}
-	b = waitBinding(t, f, ns, "tainted-job", func(*unstructured.Unstructured) error { return nil })
-	t.Logf("released into tainted %s: Karmada's scheduling condition %v", want.Name, scheduledCondition(b))
-	cluster.Eventually(t, 30*time.Second, "an Unplaceable event on the binding", func(ctx context.Context) error {
-		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=tainted-job,reason=Unplaceable"})
+	waitJob(t, moved, ns, "tainted")
+	t.Logf("figures: the Job reached %s %v after its decided second (decided for tainted %s)",
+		moved.Name, time.Since(clk.wallOf(dec.ReleaseAt())).Round(time.Millisecond), decided.Name)
+	if in := jobIn(t, f, ns, "tainted"); len(in) != 1 || in[0] != moved.Name {
+		t.Fatalf("Job tainted/tainted in %v, want in %s only", in, moved.Name)
+	}
+	if at := b.GetAnnotations()[hold.AnnotationStart]; at != dec.Start.Format(time.RFC3339) {
+		t.Errorf("start %s after the move, want the decided %s", at, dec.Start.Format(time.RFC3339))
+	}
+	cluster.Eventually(t, 30*time.Second, "a MovedOff event on the binding", func(ctx context.Context) error {
+		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=tainted-job,reason=MovedOff"})
 		if err != nil {
 			return err
 		}
 		for _, e := range evs.Items {
-			if strings.Contains(e.Message, "taint example.com/maintenance:NoSchedule") {
+			if strings.Contains(e.Message, decided.Name+": taint example.com/maintenance:NoSchedule") && strings.Contains(e.Message, "member cluster "+moved.Name) {
+				t.Logf("the binding's event: %s", e.Message)
 				return nil
 			}
 		}
 		return fmt.Errorf("events %v", evs.Items)
 	})
-	if n := g.metric(t, `carbongate_controller_released_unplaceable_total{kind="resourcebinding"}`); n != 1 {
-		t.Errorf("unplaceable releases %v, want 1", n)
+	if n := g.metric(t, `carbongate_controller_redecisions_total{kind="resourcebinding",move="unavailable",outcome="moved"}`); n != 1 {
+		t.Errorf("moves off an unavailable member %v, want 1", n)
 	}
-
-	taint(t, f, want.Name, "null")
-	start := time.Now()
-	waitJob(t, want, ns, "tainted")
-	t.Logf("figures: the Job reached %s %v after its taint was removed", want.Name, time.Since(start).Round(time.Millisecond))
-	if in := jobIn(t, f, ns, "tainted"); len(in) != 1 {
-		t.Fatalf("Job tainted/tainted in %v, want in %s only", in, want.Name)
+	if n := g.metric(t, `carbongate_controller_released_unplaceable_total{kind="resourcebinding"}`); n != 0 {
+		t.Errorf("unplaceable releases %v, want 0", n)
 	}
 }
 
