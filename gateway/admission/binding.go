@@ -179,7 +179,11 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if why := b.groupsUnplaced(); why != "" {
 		return unplaced(raw, why)
 	}
-	cand := w.bindingCandidates(b.Spec.Placement, fed.Clusters())
+	clusters := fed.Clusters()
+	if placeOnly || !w.cfg.Bindings.Hold {
+		clusters = takingNow(clusters, b.Spec.Placement)
+	}
+	cand := w.bindingCandidates(b.Spec.Placement, clusters)
 	if len(cand.zones) == 0 {
 		return unplaced(raw, cand.why)
 	}

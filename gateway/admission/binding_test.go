@@ -20,12 +20,18 @@ import (
 // fakeFederation has the member clusters members(), namespaces as
 // optedIn() and workloads' annotations by name ("ns/name"), or err.
 type fakeFederation struct {
+	clusters  []MemberCluster // nil: members()
 	workloads map[string]map[string]string
 	err       error
 	asked     *[]WorkloadRef
 }
 
-func (f fakeFederation) Clusters() []MemberCluster { return members() }
+func (f fakeFederation) Clusters() []MemberCluster {
+	if f.clusters != nil {
+		return f.clusters
+	}
+	return members()
+}
 func (f fakeFederation) Namespace(name string) (map[string]string, map[string]string, bool) {
 	return fakeCluster{ns: optedIn()}.Namespace(name)
 }
@@ -146,6 +152,32 @@ func TestPlaceBinding(t *testing.T) {
 	reqs := fs.requests()
 	if len(reqs) != 1 || strings.Join(zoneNames(reqs[0].Zones), ",") != "DE,GB,NL" || reqs[0].Duration != 3*time.Hour || !reqs[0].Deadline.Equal(deadline) {
 		t.Fatalf("asked %+v, want zones DE,GB,NL for 3h by %v", reqs, deadline)
+	}
+}
+
+// TestPlaceBindingNotReady: a binding that runs at once (the webhook
+// does not hold) is not narrowed to a member Karmada marks not Ready now —
+// its zone is not even asked about — while a held one may be (a decision
+// looks hours ahead; the controller moves it off at its release if the
+// member is still down).
+func TestPlaceBindingNotReady(t *testing.T) {
+	t.Parallel()
+	fed := fakeFederation{clusters: notReady(), workloads: map[string]map[string]string{
+		"web/api": {hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}}}
+	for _, held := range []bool{false, true} {
+		fs := &fakeScheduler{ranking: []forecast.Zone{"DE", "NL"}}
+		w := newBindingHook(t, fs, Bindings{Federation: fed, Hold: held})
+		var got placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &got)
+		want, zones := "m1", "GB,NL"
+		if held {
+			want, zones = "m2", "DE,GB,NL"
+		}
+		reqs := fs.requests()
+		if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != want || got.held() != held ||
+			len(reqs) != 1 || strings.Join(zoneNames(reqs[0].Zones), ",") != zones {
+			t.Errorf("hold %v: clusterNames %v held %v, asked %v; want [%s], zones %s", held, names, got.held(), reqs, want, zones)
+		}
 	}
 }
 

@@ -208,6 +208,32 @@ func zonesMatch(r corev1.NodeSelectorRequirement, zones []string) bool {
 	return false
 }
 
+// takingNow are the clusters of cs that can take a binding placed by p
+// (nil: no tolerations) now, for one that runs at once: those without a
+// taint Karmada sets with a cluster's condition (cluster.karmada.io/
+// not-ready, unreachable, …) that p does not tolerate — all of cs when
+// none can (it then waits for its member, as Karmada would make it).
+func takingNow(cs []MemberCluster, p *bindingPlacement) []MemberCluster {
+	var tolerations []corev1.Toleration
+	if p != nil {
+		tolerations = p.ClusterTolerations
+	}
+	now := slices.DeleteFunc(slices.Clone(cs), func(m MemberCluster) bool {
+		_, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), m.Taints, tolerations, conditionTaint, false)
+		return untolerated
+	})
+	if len(now) == 0 {
+		return cs
+	}
+	return now
+}
+
+// conditionTaint reports whether t is a taint Karmada sets with a
+// cluster's condition, keeping bindings off it now.
+func conditionTaint(t *corev1.Taint) bool {
+	return strings.HasPrefix(t.Key, "cluster.karmada.io/") && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+}
+
 // blocksPlacement reports whether a cluster taint keeps untolerating
 // bindings off the cluster for good: NoSchedule or NoExecute, and not one
 // of the taints Karmada sets and removes with a cluster's condition

@@ -18,8 +18,7 @@ import (
 func members() []MemberCluster {
 	return []MemberCluster{
 		{Name: "m1", Provider: "azure", Region: "westeurope", Labels: map[string]string{"env": "prod"}},
-		{Name: "m2", Provider: "Microsoft Azure", Region: "germanywc", Labels: map[string]string{"env": "prod"}, Zones: []string{"dwc-1"},
-			Taints: []corev1.Taint{{Key: "cluster.karmada.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}},
+		{Name: "m2", Provider: "Microsoft Azure", Region: "germanywc", Labels: map[string]string{"env": "prod"}, Zones: []string{"dwc-1"}},
 		{Name: "m3", Provider: "aws", Region: "eu-west-2"},
 		{Name: "m4", Provider: "azure", Region: "swiss"},
 		{Name: "m5", Provider: "on-prem", Region: "westeurope"},
@@ -97,6 +96,43 @@ func TestBindingCandidates(t *testing.T) {
 		if !slices.IsSorted(got.zones) || len(got.zones) != len(c.want) || !maps.Equal(clusters, c.want) {
 			t.Errorf("%s: zones %v clusters %v, want %v", c.name, got.zones, clusters, c.want)
 		}
+	}
+}
+
+// notReady is members() with m2 not Ready: tainted by Karmada
+// cluster.karmada.io/not-ready:NoSchedule.
+func notReady() []MemberCluster {
+	ms := members()
+	ms[1].Taints = []corev1.Taint{{Key: "cluster.karmada.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
+	return ms
+}
+
+// TestCandidatesNow: a decision that may wait looks past a cluster's
+// condition taints (m2 not Ready stays a candidate: it may be back by
+// then); one that runs at once does not, unless the binding tolerates
+// them or no cluster is without them.
+func TestCandidatesNow(t *testing.T) {
+	t.Parallel()
+	w := newWebhook(t, &fakeScheduler{}, false, 0)
+	if got := w.bindingCandidates(nil, notReady()); got.clusters["DE"].Name != "m2" {
+		t.Errorf("candidates %v, want m2 for DE though not Ready", got.clusters)
+	}
+	names := func(ms []MemberCluster) []string {
+		var n []string
+		for _, m := range ms {
+			n = append(n, m.Name)
+		}
+		return n
+	}
+	if got := names(takingNow(notReady(), nil)); slices.Contains(got, "m2") || len(got) != 5 {
+		t.Errorf("taking now %v, want all but m2", got)
+	}
+	if got := names(takingNow(notReady(), placement(t, `{"clusterTolerations":[{"key":"cluster.karmada.io/not-ready","operator":"Exists"}]}`))); len(got) != 6 {
+		t.Errorf("taking now, tolerated %v, want all six", got)
+	}
+	all := notReady()[1:2]
+	if got := names(takingNow(all, nil)); !slices.Equal(got, []string{"m2"}) {
+		t.Errorf("taking now of m2 alone %v, want m2 (it waits for it)", got)
 	}
 }
 
