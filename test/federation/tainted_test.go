@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/carbongate/carbongate/gateway/admission"
@@ -95,16 +94,4 @@ func taint(t *testing.T, f *Federation, name, taints string) {
 	if _, err := f.Karmada.Dynamic.Resource(ClusterResource).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// scheduledCondition is the Scheduled condition of binding b (status,
-// reason, message), "" when it has none.
-func scheduledCondition(b *unstructured.Unstructured) string {
-	conds, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Scheduled" {
-			return fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
-		}
-	}
-	return ""
 }
