@@ -24,9 +24,12 @@ import (
 // unscheduled until the taint went; carbongate's controller, staging it,
 // moves it first to the cleanest other member its policy allows that can
 // take it (a MovedOff warning says why and where), so the Job appears in
-// that member, at its time, and in no other. (A member tainted NoSchedule
-// after the staging keeps what Karmada scheduled there, as a node keeps
-// its pods.)
+// that member, at its time, and in no other. A Job whose policy allows
+// that member only (cornered: decided there for the same second) has
+// nowhere to go: released there, Karmada leaves it unscheduled with the
+// controller's Unplaceable warning, and it appears there once the taint
+// is gone. (A member tainted NoSchedule after the staging keeps what
+// Karmada scheduled there, as a node keeps its pods.)
 func testReleaseTainted(t *testing.T, f *Federation) {
 	const ns = "tainted"
 	createNamespace(t, f, ns)
@@ -40,11 +43,25 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := newJob(f, ns, "cornered", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"}); err != nil {
+		t.Fatal(err)
+	}
+	createPlacedPolicy(t, f, ns, "cornered", map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": "cornered"},
+		map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{decided.Name}}})
+	cb := waitBinding(t, f, ns, "cornered-job", labelled(hold.Held))
+	if a := cb.GetAnnotations(); a[admission.AnnotationCluster] != decided.Name || a[hold.AnnotationStart] != dec.Start.Format(time.RFC3339) {
+		t.Fatalf("cornered: decided %s at %s, want %s at %s as the other", a[admission.AnnotationCluster], a[hold.AnnotationStart], decided.Name, dec.Start.Format(time.RFC3339))
+	}
 	if time.Until(clk.wallOf(dec.ReleaseAt())) < taintedAhead+time.Second {
 		t.Fatalf("released %v from now: too soon to taint its member before it is staged %v ahead", time.Until(clk.wallOf(dec.ReleaseAt())), taintedAhead)
 	}
 	taint(t, f, decided.Name, `[{"key":"example.com/maintenance","effect":"NoSchedule"}]`)
-	t.Cleanup(func() { taint(t, f, decided.Name, "null") })
+	untainted := false
+	t.Cleanup(func() {
+		if !untainted {
+			taint(t, f, decided.Name, "null")
+		}
+	})
 
 	b = waitBinding(t, f, ns, "tainted-job", labelled(hold.Released))
 	moved := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
@@ -76,8 +93,38 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if n := g.metric(t, `carbongate_controller_redecisions_total{kind="resourcebinding",move="unavailable",outcome="moved"}`); n != 1 {
 		t.Errorf("moves off an unavailable member %v, want 1", n)
 	}
-	if n := g.metric(t, `carbongate_controller_released_unplaceable_total{kind="resourcebinding"}`); n != 0 {
-		t.Errorf("unplaceable releases %v, want 0", n)
+
+	// The cornered Job: released where it was decided, it waits there.
+	waitBinding(t, f, ns, "cornered-job", labelled(hold.Released))
+	time.Sleep(3 * time.Second) // Karmada's scheduler has tried
+	if in := jobIn(t, f, ns, "cornered"); len(in) > 0 {
+		t.Fatalf("Job tainted/cornered in %v while its only member %s is tainted, want in none", in, decided.Name)
+	}
+	cluster.Eventually(t, 30*time.Second, "an Unplaceable event on the cornered binding", func(ctx context.Context) error {
+		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=cornered-job,reason=Unplaceable"})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, decided.Name+": taint example.com/maintenance:NoSchedule") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", evs.Items)
+	})
+	if n := g.metric(t, `carbongate_controller_released_unplaceable_total{kind="resourcebinding"}`); n != 1 {
+		t.Errorf("unplaceable releases %v, want 1 (the cornered Job)", n)
+	}
+	if n := g.metric(t, `carbongate_controller_redecisions_total{kind="resourcebinding",move="unavailable",outcome="moved"}`); n != 1 {
+		t.Errorf("moves off an unavailable member %v after the cornered Job's release, want still 1", n)
+	}
+	taint(t, f, decided.Name, "null")
+	untainted = true
+	start := time.Now()
+	waitJob(t, decided, ns, "cornered")
+	t.Logf("figures: the cornered Job reached %s %v after its taint was removed", decided.Name, time.Since(start).Round(time.Millisecond))
+	if in := jobIn(t, f, ns, "cornered"); len(in) != 1 {
+		t.Fatalf("Job tainted/cornered in %v, want in %s only", in, decided.Name)
 	}
 }
 
