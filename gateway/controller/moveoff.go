@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
 
@@ -44,18 +47,24 @@ func (r *releaser) moveOff(ctx context.Context, obj client.Object, d hold.Decisi
 	if len(open) == 0 || err != nil {
 		return d, nil
 	}
-	start := d.Start
-	if now.After(start) {
-		start = now
+	// The hours it runs, with room for the gateway's clock to move on
+	// while it is asked (it starts no window before its now).
+	from := d.Start
+	if now.After(from) {
+		from = now
 	}
-	best, err := r.redecider.window(ctx, hold.Zones(open), dur, start, start.Add(dur))
-	if err != nil {
-		r.log.Warn("moving off an unavailable place: asking the gateway", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
-		return d, nil // released where it was decided: the Unplaceable event says why it waits
+	until := from.Add(dur + clock.Span(r.clock, r.redecider.timeout))
+	best, err := r.redecider.window(ctx, hold.Zones(open), dur, from, until)
+	var cur forecast.Window
+	if err == nil {
+		cur, err = r.redecider.window(ctx, []string{d.Zone}, dur, from, until)
 	}
 	to, found := hold.Find(open, string(best.Zone))
-	cur, err := r.redecider.window(ctx, []string{d.Zone}, dur, start, start.Add(dur))
-	if !found || err != nil {
+	if err == nil && !found {
+		err = fmt.Errorf("the gateway chose zone %s, not one of %v", best.Zone, hold.Zones(open))
+	}
+	if err != nil { // released where it was decided: the Unplaceable event says why it waits
+		r.log.Warn("moving off an unavailable place: asking the gateway", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 		return d, nil
 	}
 	best.Start = d.Start // its time stands: only the place changes

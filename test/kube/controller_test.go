@@ -65,6 +65,7 @@ func testController(t *testing.T, c *cluster, bin string) {
 	t.Run("Ledger", func(t *testing.T) { e.testLedger(t, g) })
 	t.Run("Redecide", func(t *testing.T) { e.testRedecide(t, g) })
 	t.Run("RedecidePlace", func(t *testing.T) { e.testRedecidePlace(t, g) })
+	t.Run("MovedOff", func(t *testing.T) { e.testMovedOff(t, g) })
 	t.Run("AlertMetrics", func(t *testing.T) { testControllerMetricNames(t, g) })
 	t.Run("NotOptedIn", func(t *testing.T) { e.testNotOptedIn(t) })
 	t.Run("Forged", func(t *testing.T) { e.testForged(t, g) })
