@@ -179,8 +179,9 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if why := b.groupsUnplaced(); why != "" {
 		return unplaced(raw, why)
 	}
+	mayWait := w.cfg.Bindings.Hold && !placeOnly // else it runs at once
 	clusters := fed.Clusters()
-	if placeOnly || !w.cfg.Bindings.Hold {
+	if !mayWait {
 		clusters = takingNow(clusters, b.Spec.Placement)
 	}
 	cand := w.bindingCandidates(b.Spec.Placement, clusters)
@@ -212,7 +213,7 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	}
 	promise(a, d, 0, win.dur)
 	a[AnnotationCluster] = m.Name
-	held := w.cfg.Bindings.Hold && !placeOnly && !b.suspended()
+	held := mayWait && !b.suspended()
 	if held && ws == nil {
 		if c := clusterCandidatesOf(cand); c != "" {
 			a[hold.AnnotationCandidates] = c

@@ -231,7 +231,13 @@ func takingNow(cs []MemberCluster, p *bindingPlacement) []MemberCluster {
 // conditionTaint reports whether t is a taint Karmada sets with a
 // cluster's condition, keeping bindings off it now.
 func conditionTaint(t *corev1.Taint) bool {
-	return strings.HasPrefix(t.Key, "cluster.karmada.io/") && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+	return karmadaCondition(t) && keepsOff(t)
+}
+
+// karmadaCondition reports whether Karmada sets and removes t with a
+// cluster's condition (cluster.karmada.io/not-ready, unreachable, …).
+func karmadaCondition(t *corev1.Taint) bool {
+	return strings.HasPrefix(t.Key, "cluster.karmada.io/")
 }
 
 // blocksPlacement reports whether a cluster taint keeps untolerating
@@ -240,10 +246,7 @@ func conditionTaint(t *corev1.Taint) bool {
 // (cluster.karmada.io/not-ready, unreachable, …): a decision looks hours
 // ahead, past a cluster's current state.
 func blocksPlacement(t *corev1.Taint) bool {
-	if strings.HasPrefix(t.Key, "cluster.karmada.io/") {
-		return false
-	}
-	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	return !karmadaCondition(t) && keepsOff(t)
 }
 
 // clusterZone returns the grid zone of m's region, or "" and why not.

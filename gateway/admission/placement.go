@@ -91,5 +91,11 @@ func blocksScheduling(t *corev1.Taint) bool {
 	if strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
 		return false
 	}
+	return keepsOff(t)
+}
+
+// keepsOff reports whether taint t keeps what does not tolerate it off:
+// NoSchedule or NoExecute, not PreferNoSchedule.
+func keepsOff(t *corev1.Taint) bool {
 	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 }
