@@ -126,19 +126,8 @@ func TestStageAhead(t *testing.T) {
 // only.
 func TestMemberCannotTake(t *testing.T) {
 	t.Parallel()
-	cluster := func(name string, ready bool, taints ...any) *unstructured.Unstructured {
-		c := newCluster()
-		c.SetName(name)
-		status := "False"
-		if ready {
-			status = "True"
-		}
-		c.Object["spec"] = map[string]any{"taints": taints}
-		c.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}}
-		return c
-	}
 	maintenance := map[string]any{"key": "example.com/maintenance", "effect": "NoSchedule"}
-	r := newFake().WithObjects(cluster("ok", true), cluster("down", false), cluster("cordoned", true, maintenance)).Build()
+	r := newFake().WithObjects(memberCluster("ok", true), memberCluster("down", false), memberCluster("cordoned", true, maintenance)).Build()
 	for _, tc := range []struct {
 		names       []any
 		tolerations []any

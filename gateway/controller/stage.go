@@ -27,10 +27,8 @@ func (r *releaser) stageAhead(ctx context.Context, obj client.Object, d hold.Dec
 		}
 		return next, nil
 	}
-	if r.stage(obj.DeepCopyObject().(client.Object)) { // not staged yet: still movable
-		if _, err := r.moveOff(ctx, obj, d, now); err != nil {
-			return next, ignoreGone(err)
-		}
+	if _, err := r.moveOff(ctx, obj, d, now); err != nil { // staged, it no longer moves (placer.pinned)
+		return next, ignoreGone(err)
 	}
 	orig := obj.DeepCopyObject().(client.Object)
 	if !r.stage(obj) {
