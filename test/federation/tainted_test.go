@@ -5,6 +5,7 @@ package federation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,19 +78,8 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if at := b.GetAnnotations()[hold.AnnotationStart]; at != dec.Start.Format(time.RFC3339) {
 		t.Errorf("start %s after the move, want the decided %s", at, dec.Start.Format(time.RFC3339))
 	}
-	cluster.Eventually(t, 30*time.Second, "a MovedOff event on the binding", func(ctx context.Context) error {
-		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=tainted-job,reason=MovedOff"})
-		if err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if strings.Contains(e.Message, decided.Name+": taint example.com/maintenance:NoSchedule") && strings.Contains(e.Message, "member cluster "+moved.Name) {
-				t.Logf("the binding's event: %s", e.Message)
-				return nil
-			}
-		}
-		return fmt.Errorf("events %v", evs.Items)
-	})
+	t.Logf("the binding's event: %s", waitBindingEvent(t, f, ns, "tainted-job", "MovedOff",
+		decided.Name+": taint example.com/maintenance:NoSchedule", "member cluster "+moved.Name))
 	if n := g.metric(t, `carbongate_controller_redecisions_total{kind="resourcebinding",move="unavailable",outcome="moved"}`); n != 1 {
 		t.Errorf("moves off an unavailable member %v, want 1", n)
 	}
@@ -100,18 +90,7 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if in := jobIn(t, f, ns, "cornered"); len(in) > 0 {
 		t.Fatalf("Job tainted/cornered in %v while its only member %s is tainted, want in none", in, decided.Name)
 	}
-	cluster.Eventually(t, 30*time.Second, "an Unplaceable event on the cornered binding", func(ctx context.Context) error {
-		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=cornered-job,reason=Unplaceable"})
-		if err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if strings.Contains(e.Message, decided.Name+": taint example.com/maintenance:NoSchedule") {
-				return nil
-			}
-		}
-		return fmt.Errorf("events %v", evs.Items)
-	})
+	waitBindingEvent(t, f, ns, "cornered-job", "Unplaceable", decided.Name+": taint example.com/maintenance:NoSchedule")
 	if n := g.metric(t, `carbongate_controller_released_unplaceable_total{kind="resourcebinding"}`); n != 1 {
 		t.Errorf("unplaceable releases %v, want 1 (the cornered Job)", n)
 	}
@@ -126,6 +105,27 @@ func testReleaseTainted(t *testing.T, f *Federation) {
 	if in := jobIn(t, f, ns, "cornered"); len(in) != 1 {
 		t.Fatalf("Job tainted/cornered in %v, want in %s only", in, decided.Name)
 	}
+}
+
+// waitBindingEvent waits for an event of reason on binding ns/name whose
+// message says every one of says, and returns its message.
+func waitBindingEvent(t *testing.T, f *Federation, ns, name, reason string, says ...string) string {
+	t.Helper()
+	var msg string
+	cluster.Eventually(t, 30*time.Second, "a "+reason+" event on binding "+name, func(ctx context.Context) error {
+		evs, err := f.Karmada.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if !slices.ContainsFunc(says, func(s string) bool { return !strings.Contains(e.Message, s) }) {
+				msg = e.Message
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", evs.Items)
+	})
+	return msg
 }
 
 // taintedAhead is how long before its release testReleaseTainted's
