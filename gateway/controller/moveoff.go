@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -54,11 +53,7 @@ func (r *releaser) moveOff(ctx context.Context, obj client.Object, d hold.Decisi
 		from = now
 	}
 	until := from.Add(dur + clock.Span(r.clock, r.redecider.timeout))
-	best, err := r.redecider.window(ctx, hold.Zones(open), dur, from, until)
-	var cur forecast.Window
-	if err == nil {
-		cur, err = r.redecider.window(ctx, []string{d.Zone}, dur, from, until)
-	}
+	best, cur, err := r.redecider.compare(ctx, dur, ask{hold.Zones(open), from, until}, ask{[]string{d.Zone}, from, until})
 	to, found := hold.Find(open, string(best.Zone))
 	if err == nil && !found {
 		err = fmt.Errorf("the gateway chose zone %s, not one of %v", best.Zone, hold.Zones(open))

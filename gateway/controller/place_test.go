@@ -75,7 +75,8 @@ func heldAnnotations(kind string, candidates, cluster bool) (hold.Decision, map[
 
 // redecideOnce re-decides obj, held under d, at 01:10 with r over a
 // gateway where GB is best and NL worst; it returns obj as stored after,
-// the zones asked first and the events.
+// the zones of its widest question (the two are asked at once) and the
+// events.
 func redecideOnce(t *testing.T, r *releaser, obj client.Object, d hold.Decision) (client.Object, []forecast.Zone, []string) {
 	t.Helper()
 	c := newFake().WithObjects(obj).Build()
@@ -99,7 +100,7 @@ func redecideOnce(t *testing.T, r *releaser, obj client.Object, d hold.Decision)
 	for e := range rec.Events {
 		events = append(events, e)
 	}
-	return got, s.asked[0], events
+	return got, slices.MaxFunc(s.asked, func(a, b []forecast.Zone) int { return len(a) - len(b) }), events
 }
 
 // pinnedJob is a held Job whose two required node affinity terms of its

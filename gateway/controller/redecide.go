@@ -91,10 +91,35 @@ func better(cur, best forecast.Window, releaseBy time.Time, gain float64) (float
 	return share, share > gain
 }
 
-// window asks for the best window of zones for dur within [from, to).
-func (d *redecider) window(ctx context.Context, zones []string, dur time.Duration, from, to time.Time) (forecast.Window, error) {
-	text := gateway.RequestText{Zones: zones, Duration: new(dur.String()),
-		EarliestStart: new(from.UTC().Format(time.RFC3339)), Deadline: new(to.UTC().Format(time.RFC3339))}
+// ask is one question to the gateway: the best window of zones for a
+// run time within [from, to).
+type ask struct {
+	zones    []string
+	from, to time.Time
+}
+
+// compare asks the gateway for the best window (best) and for the held
+// one (cur) at once, so that a slow gateway delays a re-decision or a
+// release by one timeout, not two.
+func (d *redecider) compare(ctx context.Context, dur time.Duration, best, cur ask) (bw, cw forecast.Window, err error) {
+	var cerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cw, cerr = d.window(ctx, dur, cur)
+	}()
+	bw, err = d.window(ctx, dur, best)
+	<-done
+	if err == nil {
+		err = cerr
+	}
+	return bw, cw, err
+}
+
+// window asks q for dur.
+func (d *redecider) window(ctx context.Context, dur time.Duration, q ask) (forecast.Window, error) {
+	text := gateway.RequestText{Zones: q.zones, Duration: new(dur.String()),
+		EarliestStart: new(q.from.UTC().Format(time.RFC3339)), Deadline: new(q.to.UTC().Format(time.RFC3339))}
 	req, err := gateway.ParseRequest(text)
 	if err != nil {
 		return forecast.Window{}, err
@@ -128,12 +153,9 @@ func (r *releaser) redecide(ctx context.Context, obj client.Object, d hold.Decis
 		return d
 	}
 	pl := r.places(obj, d)
-	best, err := r.redecider.window(ctx, hold.Zones(pl.candidates), dur, now, d.ReleaseBy.Add(dur))
+	best, cur, err := r.redecider.compare(ctx, dur, ask{hold.Zones(pl.candidates), now, d.ReleaseBy.Add(dur)}, ask{[]string{d.Zone}, d.Start, d.Start.Add(dur)})
 	if err == nil {
-		var cur forecast.Window
-		if cur, err = r.redecider.window(ctx, []string{d.Zone}, dur, d.Start, d.Start.Add(dur)); err == nil {
-			return r.move(ctx, obj, d, pl, cur, best, dur)
-		}
+		return r.move(ctx, obj, d, pl, cur, best, dur)
 	}
 	r.metrics.redecisions.WithLabelValues(r.kind, "failed", "").Inc()
 	r.log.Warn("redecide: asking the gateway", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)

@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
 
@@ -38,6 +41,45 @@ func TestBetter(t *testing.T) {
 	}
 	if _, moved := better(forecast.Window{Start: lat(10, 0)}, forecast.Window{Start: lat(3, 0), Mean: -1}, lat(12, 0), 0.05); moved {
 		t.Error("a held window without a positive mean moved")
+	}
+}
+
+// together answers as its meanScheduler once two questions are in flight
+// at once (each waits for the other until its context ends).
+type together struct {
+	*meanScheduler
+	mu  sync.Mutex
+	n   int
+	two chan struct{}
+}
+
+func (s *together) Schedule(ctx context.Context, req gateway.Request) (gateway.Decision, error) {
+	s.mu.Lock()
+	if s.n++; s.n == 2 {
+		close(s.two)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.two:
+		return s.meanScheduler.Schedule(ctx, req)
+	case <-ctx.Done():
+		return gateway.Decision{}, ctx.Err()
+	}
+}
+
+// TestCompareAsksAtOnce: the best window and the held one are asked of
+// the gateway at once (a slow gateway costs a re-decision or a move off an
+// unavailable place one timeout, not two), each answer where it belongs.
+func TestCompareAsksAtOnce(t *testing.T) {
+	t.Parallel()
+	s := &together{meanScheduler: &meanScheduler{means: map[forecast.Zone]float64{"NL": 400, "GB": 200}}, two: make(chan struct{})}
+	d := &redecider{sched: s, timeout: 10 * time.Second}
+	best, cur, err := d.compare(context.Background(), time.Hour, ask{[]string{"NL", "GB"}, lat(1, 10), lat(13, 0)}, ask{[]string{"NL"}, lat(10, 0), lat(11, 0)})
+	if err != nil {
+		t.Fatalf("asked one after the other: %v", err)
+	}
+	if best.Zone != "GB" || !best.Start.Equal(lat(2, 0)) || cur.Zone != "NL" || !cur.Start.Equal(lat(10, 0)) || cur.Mean != 500 {
+		t.Errorf("best %+v, held %+v; want GB at 02:00, NL at 10:00 (500)", best, cur)
 	}
 }
 
