@@ -42,7 +42,7 @@ func (r *releaser) moveOff(ctx context.Context, obj client.Object, d hold.Decisi
 			open = append(open, c)
 		}
 	}
-	dur, err := decidedDuration(obj.GetAnnotations())
+	dur, err := hold.DecidedDuration(obj.GetAnnotations())
 	if len(open) == 0 || err != nil {
 		return d, nil
 	}

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -134,21 +133,11 @@ func (d *redecider) window(ctx context.Context, dur time.Duration, q ask) (forec
 	return forecast.Window{Zone: p.Zone, Start: p.Start, End: p.End, Mean: p.Mean}, nil
 }
 
-// decidedDuration is the run time of obj's decision: its provenance's
-// window.
-func decidedDuration(a map[string]string) (time.Duration, error) {
-	var p struct{ Start, End time.Time }
-	if err := json.Unmarshal([]byte(a[hold.AnnotationProvenance]), &p); err != nil || !p.End.After(p.Start) {
-		return 0, fmt.Errorf("annotation %s has no decided window", hold.AnnotationProvenance)
-	}
-	return p.End.Sub(p.Start), nil
-}
-
 // redecide re-asks for obj held under d at now and moves it when better;
 // it returns the decision in force.
 func (r *releaser) redecide(ctx context.Context, obj client.Object, d hold.Decision, now time.Time) hold.Decision {
 	a := obj.GetAnnotations()
-	dur, err := decidedDuration(a)
+	dur, err := hold.DecidedDuration(a)
 	if err != nil || d.Zone == "" {
 		return d
 	}

@@ -116,19 +116,6 @@ func TestRedecideSchedule(t *testing.T) {
 	}
 }
 
-func TestDecidedDuration(t *testing.T) {
-	t.Parallel()
-	got, err := decidedDuration(map[string]string{"carbongate.io/provenance": `{"start":"2021-06-01T05:00:00Z","end":"2021-06-01T08:00:00Z","zone":"DE"}`})
-	if err != nil || got != 3*time.Hour {
-		t.Fatalf("%v %v, want 3h", got, err)
-	}
-	for _, bad := range []string{"", "{}", `{"start":"2021-06-01T05:00:00Z","end":"2021-06-01T05:00:00Z"}`, "not json"} {
-		if _, err := decidedDuration(map[string]string{"carbongate.io/provenance": bad}); err == nil {
-			t.Errorf("provenance %q: no error", bad)
-		}
-	}
-}
-
 // TestRedecideMovesPromise: a move adds its forecast gain to the promise,
 // which stays a saving against running at once at admission in the
 // baseline zone: a Job decided in NL at 10:00 (500 g/kWh by the forecast)

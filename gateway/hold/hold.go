@@ -12,6 +12,7 @@
 package hold
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -149,4 +150,14 @@ func parseTime(a map[string]string, key string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("annotation %s: %q is not an RFC 3339 time", key, v)
 	}
 	return t.UTC(), nil
+}
+
+// DecidedDuration is the run time of the decision on annotations a: its
+// provenance's window.
+func DecidedDuration(a map[string]string) (time.Duration, error) {
+	var p struct{ Start, End time.Time }
+	if err := json.Unmarshal([]byte(a[AnnotationProvenance]), &p); err != nil || !p.End.After(p.Start) {
+		return 0, fmt.Errorf("annotation %s has no decided window", AnnotationProvenance)
+	}
+	return p.End.Sub(p.Start), nil
 }

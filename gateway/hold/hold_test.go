@@ -58,3 +58,18 @@ func TestParseNamesTheAnnotation(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidedDuration: the run time is the provenance's window; none
+// without one.
+func TestDecidedDuration(t *testing.T) {
+	t.Parallel()
+	got, err := DecidedDuration(map[string]string{"carbongate.io/provenance": `{"start":"2021-06-01T05:00:00Z","end":"2021-06-01T08:00:00Z","zone":"DE"}`})
+	if err != nil || got != 3*time.Hour {
+		t.Fatalf("%v %v, want 3h", got, err)
+	}
+	for _, bad := range []string{"", "{}", `{"start":"2021-06-01T05:00:00Z","end":"2021-06-01T05:00:00Z"}`, "not json"} {
+		if _, err := DecidedDuration(map[string]string{"carbongate.io/provenance": bad}); err == nil {
+			t.Errorf("provenance %q: no error", bad)
+		}
+	}
+}
