@@ -32,7 +32,7 @@ import (
 // AnnotationUnscheduled saying why: it never blocks a binding.
 
 // bindingOutputs are the annotations only carbongate writes on a binding.
-var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster, AnnotationWeights)
+var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster, AnnotationWeights, AnnotationEvictedFrom)
 
 // decideBinding places a ResourceBinding.
 func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
@@ -55,7 +55,10 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	var o outcome
 	if req.Operation == admissionv1.Update {
-		o = reapplyBinding(raw, b, old)
+		var moved bool
+		if o, moved = w.failover(ctx, raw, b, req.Namespace, sched); !moved {
+			o = reapplyBinding(raw, b, old)
+		}
 	} else {
 		o = w.placeBinding(ctx, raw, b, req.Namespace, requestID, sched)
 	}
@@ -171,7 +174,7 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	}
 	placeOnly := win.runNow != "" // no delay: placed in space only
 	if placeOnly {
-		win.deadline = win.now.Add(win.dur)
+		win.deadline = runNowDeadline(win.now, win.dur)
 	}
 	if win.deadline.Before(win.now.Add(win.dur)) {
 		return unplaced(raw, fmt.Sprintf("cannot place: the deadline %s is sooner than now plus the duration %v", win.deadline.Format(time.RFC3339), win.dur))
@@ -214,7 +217,7 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	promise(a, d, 0, win.dur)
 	a[AnnotationCluster] = m.Name
 	held := mayWait && !b.suspended()
-	if held && ws == nil {
+	if ws == nil { // for a re-decision while held, and a failover (failover.go)
 		if c := clusterCandidatesOf(cand); c != "" {
 			a[hold.AnnotationCandidates] = c
 		}

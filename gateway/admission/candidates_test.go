@@ -174,19 +174,20 @@ func TestBindingPlaceMoved(t *testing.T) {
 	}
 }
 
-// TestBindingCandidatesOnlyWhenHeld: a binding placed but not held (no
-// Bindings.Hold), or with Divided replicas (weights over several members),
-// records no candidates: the controller never moves its place.
-func TestBindingCandidatesOnlyWhenHeld(t *testing.T) {
+// TestBindingCandidatesUndivided: a binding placed but not held (no
+// Bindings.Hold) records its candidates too, for a failover (failover.go);
+// one with Divided replicas (weights over several members) records none:
+// nothing ever moves its place.
+func TestBindingCandidatesUndivided(t *testing.T) {
 	t.Parallel()
 	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339)}
 	fed := fakeFederation{workloads: map[string]map[string]string{"web/api": deadline}}
 	for _, c := range []struct {
 		name, placement string
-		hold            bool
+		hold, want      bool
 	}{
-		{"not held", threeMembers, false},
-		{"divided", dividedPlacement(""), true},
+		{"not held", threeMembers, false, true},
+		{"divided", dividedPlacement(""), true, false},
 	} {
 		w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, Bindings{Federation: fed, Hold: c.hold})
 		var got placed
@@ -194,8 +195,8 @@ func TestBindingCandidatesOnlyWhenHeld(t *testing.T) {
 		if got.Metadata.Annotations[AnnotationCluster] == "" {
 			t.Fatalf("%s: not placed: %v", c.name, got.Metadata.Annotations)
 		}
-		if v, ok := got.Metadata.Annotations[hold.AnnotationCandidates]; ok {
-			t.Errorf("%s: candidates %s recorded", c.name, v)
+		if v, ok := got.Metadata.Annotations[hold.AnnotationCandidates]; ok != c.want {
+			t.Errorf("%s: candidates %q recorded %v, want %v", c.name, v, ok, c.want)
 		}
 	}
 }

@@ -82,7 +82,13 @@ type binding struct {
 			Scheduling  *bool `json:"scheduling"`
 			Dispatching *bool `json:"dispatching"`
 		} `json:"suspension"`
+		GracefulEvictionTasks []evictionTask `json:"gracefulEvictionTasks"`
 	} `json:"spec"`
+}
+
+// evictionTask is a member cluster Karmada is evicting a binding from.
+type evictionTask struct {
+	FromCluster string `json:"fromCluster"`
 }
 
 // clusterCandidates are the member clusters a binding may be placed in.

@@ -2,10 +2,23 @@ package admission
 
 import (
 	"context"
+	"time"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 )
+
+// runNowSlack is how much later than now plus its run time a workload
+// that runs at once may end, for the gateway: it reads its clock after
+// the webhook, and rounds it up to the second, so a deadline of exactly
+// now plus the run time would be infeasible by then. Under the least
+// search step, it leaves the gateway one start: its now.
+const runNowSlack = gateway.MinStep - time.Second
+
+// runNowDeadline is the deadline to ask for a run of dur starting now.
+func runNowDeadline(now time.Time, dur time.Duration) time.Time {
+	return now.Add(dur + runNowSlack)
+}
 
 // schedule asks sched where and when to run s over zones, parsed as the
 // HTTP API parses POST /v1/schedule {"zones", "duration", "deadline"}

@@ -85,6 +85,7 @@ const (
 type workloadMetrics struct {
 	decisions *prometheus.CounterVec
 	promised  *prometheus.CounterVec
+	failovers *prometheus.CounterVec // failover.go
 }
 
 func newWorkloadMetrics() workloadMetrics {
@@ -97,11 +98,15 @@ func newWorkloadMetrics() workloadMetrics {
 			Name: "carbongate_admission_promised_avoided_grams_total",
 			Help: "gCO2eq the webhook's decisions promise to avoid (carbongate.io/avoided-g at admission, workloads that declare carbongate.io/power-watts), by mode (enforce, shadow) and workload_namespace. In shadow mode nothing is held: the grams are what enforcing would have promised.",
 		}, []string{"mode", "workload_namespace"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carbongate_admission_binding_failovers_total",
+			Help: "Reviews of updates of placed ResourceBindings Karmada is evicting from the member cluster carbongate narrowed them to, by outcome (moved: to the cleanest other candidate that can take them now; waits: none can, or none was recorded, so the binding stays narrowed to the member and waits for it). Each review counts, also of an update the API server then refuses (a conflict Karmada retries).",
+		}, []string{"outcome"}),
 	}
 }
 
 func (m workloadMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.decisions, m.promised}
+	return []prometheus.Collector{m.decisions, m.promised, m.failovers}
 }
 
 // count records the decision o (before shadowed) on a workload of req in

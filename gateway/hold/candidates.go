@@ -13,8 +13,10 @@ import (
 // nothing has started: a held Job (its pod template's scheduling
 // directives stay mutable while it is suspended and never started) and a
 // binding whose scheduling is held (hold.BindingSuspension: scheduled in
-// no member). The signature covers it (sign.go), so the controller moves
-// only to a place the webhook admitted. Absent (a Pod, whose node affinity
+// no member); and for the webhook to move a placed binding Karmada evicts
+// from its member (recorded on bindings whether held or not). The
+// signature covers it (sign.go), so nothing moves to a place the webhook
+// did not admit. Absent (a Pod, whose node affinity
 // may only be narrowed while gated; a single candidate; a decision made
 // before it existed): the controller moves the time only.
 const AnnotationCandidates = "carbongate.io/candidates"

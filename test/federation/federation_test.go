@@ -29,6 +29,9 @@ func TestFederation(t *testing.T) {
 	t.Run("AffinityGroups", func(t *testing.T) { testAffinityGroups(t, f) })
 	t.Run("Divided", func(t *testing.T) { testDivided(t, f) })
 	t.Run("WebhookDown", func(t *testing.T) { testWebhookDown(t, f) })
+	// Before the holding tests: the bindings they leave in the member it
+	// taints are evicted too, at --resource-eviction-rate.
+	t.Run("Failover", func(t *testing.T) { testFailover(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
 	t.Run("RedecideMember", func(t *testing.T) { testRedecideMember(t, f) })
 	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })

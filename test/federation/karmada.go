@@ -56,8 +56,12 @@ func (f *Federation) startKarmada() {
 	// requests per workload propagated) take tens of seconds to propagate
 	// a wave of 200 workloads; operators raise them the same way.
 	limits := []string{"--kube-api-qps=400", "--kube-api-burst=800", "--rate-limiter-qps=400", "--rate-limiter-bucket-size=1000"}
+	// Cluster failover (off by default) evicts workloads from a member
+	// tainted NoExecute (testFailover), 0.5 a second by default: the
+	// bindings earlier tests left there go first.
 	f.startComponent("karmada-controller-manager", append([]string{"--cluster-status-update-frequency=5s",
-		"--concurrent-resourcebinding-syncs=10", "--concurrent-work-syncs=10"}, limits...)...)
+		"--concurrent-resourcebinding-syncs=10", "--concurrent-work-syncs=10",
+		"--feature-gates=Failover=true", "--enable-no-execute-taint-eviction=true", "--resource-eviction-rate=50"}, limits...)...)
 	f.startComponent("karmada-scheduler", limits...)
 	f.startKubeControllerManager()
 }
