@@ -89,7 +89,7 @@ type workloadMetrics struct {
 }
 
 func newWorkloadMetrics() workloadMetrics {
-	return workloadMetrics{
+	m := workloadMetrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carbongate_admission_workload_decisions_total",
 			Help: "Jobs and bare Pods the webhook decided on CREATE (dry runs excluded), by kind (job, pod), mode (enforce: held; shadow: annotated only, run as submitted), outcome (decided; unscheduled: run at once) and workload_namespace.",
@@ -103,6 +103,10 @@ func newWorkloadMetrics() workloadMetrics {
 			Help: "Reviews of updates of placed ResourceBindings Karmada is evicting from the member cluster carbongate narrowed them to, by outcome (moved: to the cleanest other candidate that can take them now; waits: none can, or none was recorded, so the binding stays narrowed to the member and waits for it). Each review counts, also of an update the API server then refuses (a conflict Karmada retries).",
 		}, []string{"outcome"}),
 	}
+	for _, o := range []string{"moved", "waits"} { // exported at 0: an alert's increase sees the first
+		m.failovers.WithLabelValues(o)
+	}
+	return m
 }
 
 func (m workloadMetrics) collectors() []prometheus.Collector {
