@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,10 +56,7 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	var o outcome
 	if req.Operation == admissionv1.Update {
-		var moved bool
-		if o, moved = w.failover(ctx, raw, b, req.Namespace, sched); !moved {
-			o = reapplyBinding(raw, b, old)
-		}
+		o = reapplyBinding(raw, b, old, w.failover(ctx, b, req.Namespace, sched))
 	} else {
 		o = w.placeBinding(ctx, raw, b, req.Namespace, requestID, sched)
 	}
@@ -94,13 +92,15 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, s
 }
 
 // reapplyBinding narrows the placement of an updated binding to the
-// cluster it was placed in, if any, puts back the hold label of old (the
-// binding before the update) if the update dropped it, and keeps a
+// cluster it was placed in, if any — or, when a failover moved it
+// (moved: the annotations that change, failover.go), to the cluster it
+// moved to, with those annotations — puts back the hold label of old
+// (the binding before the update) if the update dropped it, and keeps a
 // staged binding's dispatch held (hold.BindingDispatching: Karmada's
 // detector resets it from the policy) until the controller labels it
 // released.
-func reapplyBinding(raw []byte, b binding, old binding) outcome {
-	cluster := b.Metadata.Annotations[AnnotationCluster]
+func reapplyBinding(raw []byte, b binding, old binding, moved map[string]string) outcome {
+	cluster := cmp.Or(moved[AnnotationCluster], b.Metadata.Annotations[AnnotationCluster])
 	// Weights are set again on every update: comparing them costs as much.
 	ws, divided := parseWeights(b.Metadata.Annotations[AnnotationWeights])
 	divided = divided && !b.grouped() // a policy changed to groups since: weights do not apply
@@ -112,12 +112,15 @@ func reapplyBinding(raw []byte, b binding, old binding) outcome {
 		label = oldLabel
 	}
 	restage := old.dispatchHeld() && !b.dispatchHeld() && oldLabel == hold.Held && label == hold.Held
-	if !divided && !renarrow && !keepLabel && !restage {
+	if !divided && !renarrow && !keepLabel && !restage && len(moved) == 0 {
 		return allow()
 	}
 	p, err := newRawPatch(raw)
 	if err != nil {
 		return deny(400, "request.object: %v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(moved)) {
+		p.set(moved[k], "metadata", "annotations", k)
 	}
 	switch {
 	case divided:

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
@@ -27,78 +25,86 @@ func (b binding) evicting(cluster string) bool {
 	return slices.ContainsFunc(b.Spec.GracefulEvictionTasks, func(t evictionTask) bool { return t.FromCluster == cluster })
 }
 
-// failover re-places binding b, narrowed to the member cluster it was
-// placed in and now evicted from there by Karmada, on the candidate the
-// webhook decided among (hold.AnnotationCandidates, signed) that is not
-// under eviction, can take it now and has the lowest forecast intensity
-// for its run time from now — what Karmada's failover would do without
-// carbongate's narrowing, choosing by carbon. Its decision's zone, region
-// and cluster move with it, re-signed; its promise, made for the decided
-// place, is left as made. ok is false when b is not evicted from its
-// cluster or has no other candidate: the update is then re-narrowed as
-// any other (reapplyBinding) and the binding waits for the member.
-func (w *Webhook) failover(ctx context.Context, raw []byte, b binding, ns string, sched Scheduler) (outcome, bool) {
+// failover returns the annotations that move binding b — narrowed to the
+// member cluster it was placed in and now evicted from there by Karmada
+// — to the candidate the webhook decided among (hold.AnnotationCandidates)
+// that its placement still allows, that is not under eviction, that can
+// take it now and whose forecast intensity is lowest for the hours it
+// runs (its decided ones, or from now when they have begun): what
+// Karmada's failover would do without carbongate's narrowing, choosing by
+// carbon. Its decision's zone, region and cluster move there,
+// re-signed (the decision must verify first: a binding written past the
+// webhook is not re-signed), and AnnotationEvictedFrom records the member
+// it left; its promise and provenance, made for the decided place, stay
+// as made. None (nil) when b is not evicted from its cluster, is grouped
+// or divided (Karmada's groups, carbongate's weights), or has no other
+// candidate: it stays narrowed and waits for the member (reapplyBinding).
+// The move is taken on an update during the eviction: Karmada drops the
+// eviction task once the workload runs elsewhere or its grace period ends.
+func (w *Webhook) failover(ctx context.Context, b binding, ns string, sched Scheduler) map[string]string {
 	a := b.Metadata.Annotations
 	from := a[AnnotationCluster]
 	if from == "" || b.grouped() || a[AnnotationWeights] != "" || !b.evicting(from) {
-		return outcome{}, false
+		return nil
 	}
 	log := w.cfg.Logger.With("namespace", ns, "name", b.Metadata.Name, "evicted_from", from)
+	subject := hold.Subject{Kind: BindingKind, Namespace: ns, Name: b.Metadata.Name}
 	d, err := hold.Parse(a)
+	if err == nil {
+		err = w.cfg.Workloads.Signer.Verify(subject, a)
+	}
 	var m MemberCluster
 	var zone forecast.Zone
 	if err == nil {
-		m, zone, err = w.failoverTarget(ctx, b, sched)
+		m, zone, err = w.failoverTarget(ctx, b, d, sched)
 	}
 	if err != nil {
 		w.wl.failovers.WithLabelValues("waits").Inc()
 		log.Warn("admission: a placed binding Karmada evicts from its member cluster stays narrowed to it and waits", "why", err.Error())
-		return outcome{}, false
+		return nil
 	}
 	d.Zone, d.Region = string(zone), m.Region
 	na := maps.Clone(a)
 	maps.Copy(na, d.Annotations())
 	na[AnnotationCluster], na[AnnotationEvictedFrom] = m.Name, from
-	na[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(hold.Subject{Kind: BindingKind, Namespace: ns, Name: b.Metadata.Name}, na)
-	p, err := newRawPatch(raw)
-	if err != nil {
-		return deny(400, "request.object: %v", err), true
-	}
-	for _, k := range slices.Sorted(maps.Keys(na)) {
-		if na[k] != a[k] {
-			p.set(na[k], "metadata", "annotations", k)
-		}
-	}
-	narrow(p, b, m.Name)
+	na[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(subject, na)
+	maps.DeleteFunc(na, func(k, v string) bool { return a[k] == v })
 	w.wl.failovers.WithLabelValues("moved").Inc()
 	log.Info("admission: moved a placed binding Karmada evicts from its member cluster", "to_cluster", m.Name, "to_zone", d.Zone)
-	return p.outcome(), true
+	return na
 }
 
-// failoverTarget returns the member, and its zone, of lowest forecast
-// intensity for binding b's run time from now among its recorded
-// candidates that are not under eviction and can take it now (as
-// Karmada's scheduler would take them); an error says why there is none.
-func (w *Webhook) failoverTarget(ctx context.Context, b binding, sched Scheduler) (MemberCluster, forecast.Zone, error) {
+// failoverTarget returns the member, and its zone, that binding b, decided
+// under d, fails over to (failover); an error says why there is none.
+func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision, sched Scheduler) (MemberCluster, forecast.Zone, error) {
 	a := b.Metadata.Annotations
 	cs, ok, err := hold.ParseCandidates(a)
 	dur, derr := hold.DecidedDuration(a)
 	if err = errors.Join(err, derr); err != nil || !ok {
 		return MemberCluster{}, "", cmp.Or(err, errors.New("no candidates recorded"))
 	}
-	members := slices.DeleteFunc(w.cfg.Bindings.Federation.Clusters(), func(m MemberCluster) bool {
+	members := slices.DeleteFunc(slices.Clone(w.cfg.Bindings.Federation.Clusters()), func(m MemberCluster) bool {
 		return b.evicting(m.Name) || !slices.ContainsFunc(cs, func(c hold.Candidate) bool { return c.Cluster == m.Name })
 	})
-	var tolerations []corev1.Toleration
-	if b.Spec.Placement != nil {
-		tolerations = b.Spec.Placement.ClusterTolerations
+	// The placement's other selectors (Karmada's rewrite from the policy
+	// may have changed them), its clusterNames being carbongate's.
+	var affinity *clusterAffinity
+	if p := b.Spec.Placement; p != nil && p.ClusterAffinity != nil {
+		c := *p.ClusterAffinity
+		c.ClusterNames = nil
+		affinity = &c
 	}
-	cand := w.affinityCandidates(nil, tolerations, takingNow(members, b.Spec.Placement))
+	tolerations := b.Spec.Placement.tolerations()
+	cand := w.affinityCandidates(affinity, tolerations, readyNow(members, tolerations))
 	if len(cand.zones) == 0 {
-		return MemberCluster{}, "", errors.New(cand.why)
+		return MemberCluster{}, "", fmt.Errorf("no other candidate can take it now (%s)", cand.why)
 	}
 	now := w.cfg.Workloads.Now().UTC()
-	dec, err := w.schedule(ctx, sched, cand.zones, spec{Duration: dur.String(), Deadline: runNowDeadline(now, dur).Format(time.RFC3339)})
+	s := spec{Duration: dur.String(), Deadline: runNowDeadline(now, dur).Format(time.RFC3339)}
+	if d.Start.After(now) { // its decided hours (staged, not yet dispatched)
+		s.EarliestStart, s.Deadline = d.Start.Format(time.RFC3339), d.Start.Add(dur).Format(time.RFC3339)
+	}
+	dec, err := w.schedule(ctx, sched, cand.zones, s)
 	if err != nil {
 		return MemberCluster{}, "", fmt.Errorf("asking the gateway: %s", forecast.ErrorMessage(err))
 	}

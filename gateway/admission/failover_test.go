@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"errors"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,90 +14,129 @@ import (
 	"github.com/carbongate/carbongate/gateway/hold"
 )
 
+// failoverCase is a placed binding (decided for m1 of m1 NL, m2 DE, m3 GB
+// by a gateway ranking NL, GB, DE) updated while Karmada evicts it.
+type failoverCase struct {
+	name       string
+	evicted    []string // the update's graceful eviction tasks
+	down       []int    // members()' indexes Karmada marks not Ready
+	candidates bool     // recorded at admission
+	tamper     bool     // the promise changed past the webhook (unsigned)
+	staged     bool     // held and staged: the update resets its dispatch hold
+	gatewayErr bool     // the gateway fails
+	want       string   // the cluster after the update
+}
+
 // TestFailover: a placed binding Karmada evicts from its member (a graceful
 // eviction task from it, after which Karmada's scheduler filters the member
 // out) is narrowed, on that update, to the candidate of lowest forecast
 // that is not evicted and can take it now — its decision moved there,
-// re-signed, the member it left recorded — and stays there on the next
-// update; an eviction from another member, a binding without recorded
-// candidates, or none able to take it: narrowed to its member as before.
+// re-signed, the member it left recorded, a staged one still held and
+// staged — and stays there on the next update. An eviction from another
+// member; a binding without recorded candidates, whose decision does not
+// verify, whose other candidates cannot take it now; a gateway that fails:
+// narrowed to its member as before, counted as waiting.
 func TestFailover(t *testing.T) {
 	t.Parallel()
-	wl := map[string]map[string]string{"web/api": {hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}}
+	for _, c := range []failoverCase{
+		{name: "evicted from its member", evicted: []string{"m1"}, candidates: true, want: "m3"},
+		{name: "the next cleanest not Ready", evicted: []string{"m1"}, down: []int{2}, candidates: true, want: "m2"},
+		{name: "the next cleanest evicted too", evicted: []string{"m1", "m3"}, candidates: true, want: "m2"},
+		{name: "staged", evicted: []string{"m1"}, candidates: true, staged: true, want: "m3"},
+		{name: "evicted from another member", evicted: []string{"m3"}, candidates: true, want: "m1"},
+		{name: "no candidates recorded", evicted: []string{"m1"}, want: "m1"},
+		{name: "none other can take it now", evicted: []string{"m1"}, down: []int{1, 2}, candidates: true, want: "m1"},
+		{name: "not signed", evicted: []string{"m1"}, candidates: true, tamper: true, want: "m1"},
+		{name: "the gateway fails", evicted: []string{"m1"}, candidates: true, gatewayErr: true, want: "m1"},
+	} {
+		testFailoverCase(t, c)
+	}
+}
+
+func testFailoverCase(t *testing.T, c failoverCase) {
+	t.Helper()
 	subject := hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}
 	narrowed := `{"clusterAffinity":{"clusterNames":["m1"]},"replicaScheduling":{"replicaSchedulingType":"Duplicated"}}`
-	for _, c := range []struct {
-		name       string
-		evicted    []string // the binding's graceful eviction tasks
-		down       bool     // m3 not Ready
-		candidates bool     // recorded at admission
-		want       string   // the cluster after the update
-	}{
-		{"evicted from its member", []string{"m1"}, false, true, "m3"},
-		{"the next cleanest not Ready", []string{"m1"}, true, true, "m2"},
-		{"the next cleanest evicted too", []string{"m1", "m3"}, false, true, "m2"},
-		{"evicted from another member", []string{"m3"}, false, true, "m1"},
-		{"no candidates recorded", []string{"m1"}, false, false, "m1"},
-	} {
-		fed := fakeFederation{workloads: wl}
-		w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}, Bindings{Federation: fed})
-		var created placed
-		admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &created)
-		a := created.Metadata.Annotations
-		if a[AnnotationCluster] != "m1" || a[hold.AnnotationCandidates] == "" {
-			t.Fatalf("%s: created in %q with candidates %q, want m1 with its candidates", c.name, a[AnnotationCluster], a[hold.AnnotationCandidates])
+	fed := fakeFederation{workloads: map[string]map[string]string{"web/api": {hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}}}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}, Bindings{Federation: fed})
+	var created placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &created)
+	a := created.Metadata.Annotations
+	if a[AnnotationCluster] != "m1" || a[hold.AnnotationCandidates] == "" {
+		t.Fatalf("%s: created in %q with candidates %q, want m1 with its candidates", c.name, a[AnnotationCluster], a[hold.AnnotationCandidates])
+	}
+	if !c.candidates { // as a decision made before they were recorded
+		delete(a, hold.AnnotationCandidates)
+		a[hold.AnnotationSignature] = testSigner.Sign(subject, a)
+	}
+	if c.tamper {
+		a[hold.AnnotationSavingsPct] = "99.9"
+	}
+	fed.clusters = members()
+	for _, i := range c.down {
+		fed.clusters[i].Taints = notReady()[1].Taints
+	}
+	fs := &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}
+	if c.gatewayErr {
+		fs.err = errors.New("forecasts unavailable")
+	}
+	w = newBindingHook(t, fs, Bindings{Federation: fed})
+	old := bindingObject(t, "web", "api", narrowed, a)
+	upd := bindingObject(t, "web", "api", narrowed, a)
+	if c.staged {
+		old["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Held}
+		old["spec"].(map[string]any)["suspension"] = map[string]any{"scheduling": false, "dispatching": true}
+		upd["spec"].(map[string]any)["suspension"] = map[string]any{"scheduling": false, "dispatching": false} // Karmada's detector, from the policy
+	}
+	var tasks []any
+	for _, e := range c.evicted {
+		tasks = append(tasks, map[string]any{"fromCluster": e, "reason": "TaintUntolerated"})
+	}
+	upd["spec"].(map[string]any)["gracefulEvictionTasks"] = tasks
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &got)
+	ga := got.Metadata.Annotations
+	if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != c.want || ga[AnnotationCluster] != c.want {
+		t.Errorf("%s: clusterNames %v, cluster %s; want %s", c.name, names, ga[AnnotationCluster], c.want)
+		return
+	}
+	if c.staged && (got.Metadata.Labels[hold.Label] != hold.Held || got.Spec.Suspension == nil || got.Spec.Suspension.Dispatching == nil || !*got.Spec.Suspension.Dispatching) {
+		t.Errorf("%s: label %q, suspension %+v; want still held and staged", c.name, got.Metadata.Labels[hold.Label], got.Spec.Suspension)
+	}
+	moved, waits := testutil.ToFloat64(w.wl.failovers.WithLabelValues("moved")), testutil.ToFloat64(w.wl.failovers.WithLabelValues("waits"))
+	wantMoved, wantWaits := 0.0, 0.0
+	switch {
+	case c.want != "m1":
+		wantMoved = 1
+	case slices.Contains(c.evicted, "m1"):
+		wantWaits = 1
+	}
+	if moved != wantMoved || waits != wantWaits {
+		t.Errorf("%s: failovers moved %v, waits %v; want %v, %v", c.name, moved, waits, wantMoved, wantWaits)
+	}
+	if c.want == "m1" {
+		if ga[AnnotationEvictedFrom] != "" || ga[hold.AnnotationSignature] != a[hold.AnnotationSignature] {
+			t.Errorf("%s: evicted-from %q, signature changed %v on a binding left in place", c.name, ga[AnnotationEvictedFrom], ga[hold.AnnotationSignature] != a[hold.AnnotationSignature])
 		}
-		if !c.candidates { // as a decision made before they were recorded
-			delete(a, hold.AnnotationCandidates)
-			a[hold.AnnotationSignature] = testSigner.Sign(subject, a)
-		}
-		if c.down {
-			fed.clusters = members()
-			fed.clusters[2].Taints = notReady()[1].Taints
-		}
-		w = newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}, Bindings{Federation: fed})
-		old := bindingObject(t, "web", "api", narrowed, a)
-		upd := bindingObject(t, "web", "api", narrowed, a)
-		var tasks []any
-		for _, e := range c.evicted {
-			tasks = append(tasks, map[string]any{"fromCluster": e, "reason": "TaintUntolerated"})
-		}
-		upd["spec"].(map[string]any)["gracefulEvictionTasks"] = tasks
-		var got placed
-		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &got)
-		ga := got.Metadata.Annotations
-		if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != c.want || ga[AnnotationCluster] != c.want {
-			t.Errorf("%s: clusterNames %v, cluster %s; want %s", c.name, names, ga[AnnotationCluster], c.want)
-			continue
-		}
-		if err := testSigner.Verify(subject, ga); err != nil {
-			t.Errorf("%s: the decision does not verify: %v", c.name, err)
-		}
-		moved, waits := testutil.ToFloat64(w.wl.failovers.WithLabelValues("moved")), testutil.ToFloat64(w.wl.failovers.WithLabelValues("waits"))
-		if wantMoved, wantWaits := map[bool]float64{true: 1}[c.want != "m1"], map[bool]float64{true: 1}[c.name == "no candidates recorded"]; moved != wantMoved || waits != wantWaits {
-			t.Errorf("%s: failovers moved %v, waits %v; want %v, %v", c.name, moved, waits, wantMoved, wantWaits)
-		}
-		if c.want == "m1" {
-			if ga[AnnotationEvictedFrom] != "" {
-				t.Errorf("%s: evicted-from %q on a binding left in place", c.name, ga[AnnotationEvictedFrom])
-			}
-			continue
-		}
-		d, err := hold.Parse(ga)
-		if want := map[string]string{"m2": "DE", "m3": "GB"}[c.want]; err != nil || d.Zone != want || ga[AnnotationEvictedFrom] != "m1" || ga[hold.AnnotationStart] != a[hold.AnnotationStart] {
-			t.Errorf("%s: decision %+v (%v), evicted-from %q; want zone %s, evicted from m1, its start kept", c.name, d, err, ga[AnnotationEvictedFrom], want)
-		}
-		// Karmada's next update (the eviction task still there) keeps it
-		// where it moved; a client cannot forge where it was evicted from.
-		forged := maps.Clone(ga)
-		forged[AnnotationEvictedFrom] = "m9"
-		next := bindingObject(t, "web", "api", threeMembers, forged)
-		next["spec"].(map[string]any)["gracefulEvictionTasks"] = tasks
-		var again placed
-		admitInto(t, w, bindingRequest(t, admissionv1.Update, next, bindingObject(t, "web", "api", narrowed, ga)), &again)
-		if names := again.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != c.want || again.Metadata.Annotations[AnnotationEvictedFrom] != "m1" {
-			t.Errorf("%s: after the next update clusterNames %v, evicted-from %q; want [%s], m1", c.name, names, again.Metadata.Annotations[AnnotationEvictedFrom], c.want)
-		}
+		return
+	}
+	if err := testSigner.Verify(subject, ga); err != nil {
+		t.Errorf("%s: the moved decision does not verify: %v", c.name, err)
+	}
+	d, err := hold.Parse(ga)
+	if want := map[string]string{"m2": "DE", "m3": "GB"}[c.want]; err != nil || d.Zone != want || ga[AnnotationEvictedFrom] != "m1" || ga[hold.AnnotationStart] != a[hold.AnnotationStart] {
+		t.Errorf("%s: decision %+v (%v), evicted-from %q; want zone %s, evicted from m1, its start kept", c.name, d, err, ga[AnnotationEvictedFrom], want)
+	}
+	// Karmada's next update (the eviction task still there) keeps it
+	// where it moved; a client cannot forge where it was evicted from.
+	forged := maps.Clone(ga)
+	forged[AnnotationEvictedFrom] = "m9"
+	next := bindingObject(t, "web", "api", threeMembers, forged)
+	next["spec"].(map[string]any)["gracefulEvictionTasks"] = tasks
+	var again placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Update, next, bindingObject(t, "web", "api", narrowed, ga)), &again)
+	if names := again.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != c.want || again.Metadata.Annotations[AnnotationEvictedFrom] != "m1" {
+		t.Errorf("%s: after the next update clusterNames %v, evicted-from %q; want [%s], m1", c.name, names, again.Metadata.Annotations[AnnotationEvictedFrom], c.want)
 	}
 }
 

@@ -220,18 +220,27 @@ func zonesMatch(r corev1.NodeSelectorRequirement, zones []string) bool {
 // not-ready, unreachable, …) that p does not tolerate — all of cs when
 // none can (it then waits for its member, as Karmada would make it).
 func takingNow(cs []MemberCluster, p *bindingPlacement) []MemberCluster {
-	var tolerations []corev1.Toleration
-	if p != nil {
-		tolerations = p.ClusterTolerations
+	if now := readyNow(cs, p.tolerations()); len(now) > 0 {
+		return now
 	}
-	now := slices.DeleteFunc(slices.Clone(cs), func(m MemberCluster) bool {
+	return cs
+}
+
+// readyNow returns the clusters of cs without a condition taint
+// (conditionTaint) that tolerations do not tolerate.
+func readyNow(cs []MemberCluster, tolerations []corev1.Toleration) []MemberCluster {
+	return slices.DeleteFunc(slices.Clone(cs), func(m MemberCluster) bool {
 		_, untolerated := schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), m.Taints, tolerations, conditionTaint, false)
 		return untolerated
 	})
-	if len(now) == 0 {
-		return cs
+}
+
+// tolerations are the placement's clusterTolerations (none without one).
+func (p *bindingPlacement) tolerations() []corev1.Toleration {
+	if p == nil {
+		return nil
 	}
-	return now
+	return p.ClusterTolerations
 }
 
 // conditionTaint reports whether t is a taint Karmada sets with a
