@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +237,67 @@ func jobEvent(ctx context.Context, c *Cluster, ns, name, reason string) (*corev1
 		return nil, fmt.Errorf("no %s event on Job %s/%s", reason, ns, name)
 	}
 	return &evs.Items[0], nil
+}
+
+// testMovedOff: the real node of the region a held Job is decided for is
+// cordoned before the Job is created (a decision looks past a node's
+// current state: the node may be back by its start). The Job may run in
+// either real node's region and is decided for swedencentral, the greener
+// by far (SE's grid against NL's); at its release the controller finds no
+// node there that can take its pods and moves it, pod template re-pinned
+// in the same patch, to westeurope, where the scheduler places its pod on
+// the other real node and it runs to Completed, with a MovedOff event.
+func testMovedOff(t *testing.T, c *Cluster, ns, image string) {
+	ctx := context.Background()
+	cordoned, other := c.Nodes[1], c.Nodes[0] // swedencentral, westeurope
+	cordon(t, c, cordoned, true)
+	t.Cleanup(func() { cordon(t, c, cordoned, false) })
+	both := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: RegionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"westeurope", "swedencentral"}}}}}}}}
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "moved-off", Annotations: map[string]string{hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "250"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Affinity: both,
+			Containers: []corev1.Container{{Name: "work", Image: image, Args: []string{"--version"}, ImagePullPolicy: corev1.PullNever}}}}}}
+	j, err := c.Kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Labels[hold.Label] != hold.Held || j.Annotations[hold.AnnotationRegion] != "swedencentral" || j.Annotations[hold.AnnotationCandidates] == "" {
+		t.Fatalf("created: labels %v, region %q, candidates %q; want held for swedencentral with its candidates",
+			j.Labels, j.Annotations[hold.AnnotationRegion], j.Annotations[hold.AnnotationCandidates])
+	}
+	pod := completedPod(t, c, ns, "moved-off")
+	if pod.Spec.NodeName != other {
+		t.Errorf("pod ran on %s, want %s (westeurope): %s is cordoned", pod.Spec.NodeName, other, cordoned)
+	}
+	j, err = c.Kube.BatchV1().Jobs(ns).Get(ctx, "moved-off", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Labels[hold.Label] != hold.Released || j.Annotations[hold.AnnotationRegion] != "westeurope" {
+		t.Errorf("after its release: label %q, region %q; want released, moved to westeurope", j.Labels[hold.Label], j.Annotations[hold.AnnotationRegion])
+	}
+	ev, err := jobEvent(ctx, c, ns, "moved-off", "MovedOff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cordoned: the node lifecycle controller also taints it unschedulable,
+	// which the check names first once it is there.
+	why := []string{cordoned + ": cordoned", cordoned + ": taint node.kubernetes.io/unschedulable:NoSchedule"}
+	if ev.Type != corev1.EventTypeWarning || !slices.ContainsFunc(why, func(w string) bool { return strings.Contains(ev.Message, w) }) ||
+		!strings.Contains(ev.Message, "in NL (westeurope)") {
+		t.Errorf("event %s %q, want a warning naming %s cordoned (%q) and the move to westeurope", ev.Type, ev.Message, cordoned, why)
+	}
+	t.Logf("the Job's event: %s", ev.Message)
+}
+
+// cordon marks node unschedulable (or schedulable again).
+func cordon(t *testing.T, c *Cluster, node string, on bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, on)
+	if _, err := c.Kube.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -86,6 +86,8 @@ func TestCluster(t *testing.T) {
 		// Not beside the wave: the leader killed there could take the
 		// Unplaceable event with it.
 		t.Run("not-ready", func(t *testing.T) { testNotReady(t, c, "loop-chart") })
+		// Not beside the loops: it cordons a real node they use.
+		t.Run("moved-off", func(t *testing.T) { testMovedOff(t, c, "loop-chart", images["carbonctl"]) })
 		t.Run("wave-leader-killed", func(t *testing.T) { testWave(t, c, r, images["carbonctl"]) })
 		t.Run("upgrade", func(t *testing.T) { testUpgrade(t, c, r, "loop-chart") })
 		t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, r) })
