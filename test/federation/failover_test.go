@@ -25,8 +25,7 @@ import (
 // (carbongate.io/evicted-from, the decision's zone and cluster).
 func testFailover(t *testing.T, f *Federation) {
 	const ns, name = "failover", "failover"
-	g := startBindingGate(t, f)
-	f.RegisterBindingWebhook(t, "carbongate-failover", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-failover")
 	createNamespace(t, f, ns)
 	createAnnotatedDeployment(t, f, ns, name, 1, map[string]any{"clusterAffinity": map[string]any{"clusterNames": memberNames(f)}},
 		map[string]string{hold.AnnotationDeadline: "2021-06-01T12:00:00Z", hold.AnnotationDuration: "PT2H"})

@@ -23,8 +23,7 @@ import (
 // the group is in front again, once.
 func testAffinityGroups(t *testing.T, f *Federation) {
 	const ns, name = "grouped", "grouped"
-	g := startBindingGate(t, f)
-	f.RegisterBindingWebhook(t, "carbongate-groups", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-groups")
 	deadline := "2021-06-01T12:00:00Z"
 	best := g.decidedMember(t, f.Members, "PT2H", deadline)
 	primary, primaryNames := membersBut(f.Members, best)

@@ -80,8 +80,7 @@ func testHolding(t *testing.T, f *Federation) {
 	args := append(heldArgs(t, f, holdStart), "--karmada-schedule-ahead", holdingAhead.String())
 	leader := startBindingGate(t, f, args...)
 	waitLog(t, leader, "elected leader")
-	g := startBindingGate(t, f, args...)
-	f.RegisterBindingWebhook(t, "carbongate-holding", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-holding", args...)
 
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, "held", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})

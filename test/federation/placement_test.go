@@ -40,8 +40,7 @@ const replayStart = "2021-06-01T00:00:00Z"
 // after an edit, and its binding carries the decision.
 func testPlacement(t *testing.T, f *Federation) {
 	const ns, name = "placed", "placed"
-	g := startBindingGate(t, f)
-	f.RegisterBindingWebhook(t, "carbongate-bindings", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-bindings")
 	deadline := "2021-06-01T12:00:00Z"
 	opted := map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT2H"}
 	want := g.decidedMember(t, f.Members, "PT2H", deadline)
@@ -155,6 +154,16 @@ func startBindingGate(t *testing.T, f *Federation, extra ...string) *bindingGate
 	return g
 }
 
+// startRegisteredGate starts a carbongate as startBindingGate does and
+// registers it on Karmada's API server as the binding webhook named
+// webhook.
+func startRegisteredGate(t *testing.T, f *Federation, webhook string, extra ...string) *bindingGate {
+	t.Helper()
+	g := startBindingGate(t, f, extra...)
+	f.RegisterBindingWebhook(t, webhook, g.url+admission.Path, g.caPEM)
+	return g
+}
+
 // decidedMember asks g's POST /v1/schedule where a run of duration by
 // deadline goes among the grid zones of members, and returns that member.
 func (g *bindingGate) decidedMember(t *testing.T, members []*Cluster, duration, deadline string) *Cluster {
@@ -219,8 +228,7 @@ func memberZone(t *testing.T, m *Cluster) string {
 // none elsewhere.
 func testDivided(t *testing.T, f *Federation) {
 	const ns, name = "divided", "divided"
-	g := startBindingGate(t, f)
-	f.RegisterBindingWebhook(t, "carbongate-divided", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-divided")
 	deadline := "2021-06-01T12:00:00Z"
 	first, d := g.decide(t, f.Members, "PT2H", deadline)
 	_, at := g.decideAt(t, f.Members, "PT2H", d.Decision.Start)
@@ -298,8 +306,7 @@ func (g *bindingGate) memberOf(t *testing.T, members []*Cluster, zone string) *C
 // again the workload lands in the decided member only.
 func testWebhookDown(t *testing.T, f *Federation) {
 	const ns, name = "down", "down"
-	g := startBindingGate(t, f)
-	f.RegisterBindingWebhook(t, "carbongate-down", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-down")
 	g.proc.Kill()
 	createNamespace(t, f, ns)
 	deadline := "2021-06-01T12:00:00Z"

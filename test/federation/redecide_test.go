@@ -46,8 +46,7 @@ func testRedecideMember(t *testing.T, f *Federation) {
 		t.Fatal(err)
 	}
 	// Later flags win: the key the test signs with, re-deciding on, not staged.
-	g := startBindingGate(t, f, append(heldArgs(t, f, redecideStart), "--decision-key-file", key, "--redecide=true", "--karmada-schedule-ahead", "0s")...)
-	f.RegisterBindingWebhook(t, "carbongate-redecide", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-redecide", append(heldArgs(t, f, redecideStart), "--decision-key-file", key, "--redecide=true", "--karmada-schedule-ahead", "0s")...)
 	_, clk := decideHeld(t, g, f)
 
 	createJob(t, f, ns, "travel", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})

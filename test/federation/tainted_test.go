@@ -34,8 +34,7 @@ import (
 func testReleaseTainted(t *testing.T, f *Federation) {
 	const ns = "tainted"
 	createNamespace(t, f, ns)
-	g := startBindingGate(t, f, append(heldArgs(t, f, holdStart), "--karmada-schedule-ahead", taintedAhead.String())...)
-	f.RegisterBindingWebhook(t, "carbongate-tainted", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-tainted", append(heldArgs(t, f, holdStart), "--karmada-schedule-ahead", taintedAhead.String())...)
 	_, clk := decideHeld(t, g, f)
 	createJob(t, f, ns, "tainted", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H"})
 	b := waitBinding(t, f, ns, "tainted-job", labelled(hold.Held))

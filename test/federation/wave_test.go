@@ -46,8 +46,7 @@ const (
 func testHoldingWave(t *testing.T, f *Federation) {
 	const ns = "wave"
 	createNamespace(t, f, ns)
-	g := startBindingGate(t, f, append(heldArgs(t, f, waveStart), "--access-log=true", "--karmada-schedule-ahead", waveAhead.String())...)
-	f.RegisterBindingWebhook(t, "carbongate-wave", g.url+admission.Path, g.caPEM)
+	g := startRegisteredGate(t, f, "carbongate-wave", append(heldArgs(t, f, waveStart), "--access-log=true", "--karmada-schedule-ahead", waveAhead.String())...)
 	createPolicy(t, f, ns, "every-job", map[string]any{"apiVersion": "batch/v1", "kind": "Job"})
 	seen := watchJobs(t, f, ns)
 	d, clk := decideHeld(t, g, f)
