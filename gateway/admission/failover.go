@@ -83,19 +83,23 @@ func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision
 	if err = errors.Join(err, derr); err != nil || !ok {
 		return MemberCluster{}, "", cmp.Or(err, errors.New("no candidates recorded"))
 	}
-	members := slices.DeleteFunc(slices.Clone(w.cfg.Bindings.Federation.Clusters()), func(m MemberCluster) bool {
-		return b.evicting(m.Name) || !slices.ContainsFunc(cs, func(c hold.Candidate) bool { return c.Cluster == m.Name })
-	})
 	// The placement's other selectors (Karmada's rewrite from the policy
-	// may have changed them), its clusterNames being carbongate's.
-	var affinity *clusterAffinity
+	// may have changed them) over its candidates, those under eviction
+	// excluded: its clusterNames are carbongate's narrowing.
+	var affinity clusterAffinity
 	if p := b.Spec.Placement; p != nil && p.ClusterAffinity != nil {
-		c := *p.ClusterAffinity
-		c.ClusterNames = nil
-		affinity = &c
+		affinity = *p.ClusterAffinity
+	}
+	affinity.ClusterNames = nil
+	for _, c := range cs {
+		affinity.ClusterNames = append(affinity.ClusterNames, c.Cluster)
+	}
+	affinity.Exclude = slices.Clone(affinity.Exclude)
+	for _, t := range b.Spec.GracefulEvictionTasks {
+		affinity.Exclude = append(affinity.Exclude, t.FromCluster)
 	}
 	tolerations := b.Spec.Placement.tolerations()
-	cand := w.affinityCandidates(affinity, tolerations, readyNow(members, tolerations))
+	cand := w.affinityCandidates(&affinity, tolerations, readyNow(w.cfg.Bindings.Federation.Clusters(), tolerations))
 	if len(cand.zones) == 0 {
 		return MemberCluster{}, "", fmt.Errorf("no other candidate can take it now (%s)", cand.why)
 	}
