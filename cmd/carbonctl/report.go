@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -26,30 +28,48 @@ type reportFlags struct {
 	store, data, signal, baseline, output string
 }
 
-// reportEnv is what report reaches: a Kubernetes client and a store.
+// reportEnv is what report reaches: a Kubernetes client, a dynamic one
+// for Karmada's ResourceBindings (nil: none read), and a store.
 type reportEnv struct {
-	kube func(kubeconfig string) (kubernetes.Interface, error)
-	open openStoreFunc
+	kube    func(kubeconfig string) (kubernetes.Interface, error)
+	dynamic func(kubeconfig string) (dynamic.Interface, error)
+	open    openStoreFunc
 }
 
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+func kubeConfig(kubeconfig string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	cfg.Timeout = 30 * time.Second
+	return cfg, nil
+}
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := kubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
+	cfg, err := kubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(cfg)
 }
 
 // runReport is carbonctl report: the ledger of held workloads.
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return reportWith(ctx, args, stdout, stderr, reportEnv{kube: kubeClient, open: openForecastStore})
+	return reportWith(ctx, args, stdout, stderr, reportEnv{kube: kubeClient, dynamic: dynamicClient, open: openForecastStore})
 }
 
 func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, env reportEnv) error {
 	fs := newFlags("report", stdout)
 	var f reportFlags
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster whose held Jobs and Pods are accounted (required)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster whose held Jobs and Pods are accounted, or of Karmada's API server for its held ResourceBindings of Jobs (required)")
 	fs.StringVar(&f.namespace, "namespace", "", "only this namespace (default: every namespace)")
 	fs.StringVar(&f.zone, "zone", "", "only workloads placed in this zone")
 	fs.StringVar(&f.from, "from", "", "only workloads admitted at or after this time (YYYY-MM-DD or RFC 3339)")
@@ -73,11 +93,7 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 		return err
 	}
 	defer closeObs()
-	cs, err := env.kube(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	ws, skipped, err := heldWorkloads(ctx, cs, f.namespace, q.signal)
+	ws, skipped, err := env.workloads(ctx, f.kubeconfig, f.namespace, q.signal)
 	if err != nil {
 		return err
 	}
@@ -102,6 +118,27 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 		return writeReportJSON(stdout, es)
 	}
 	return writeReportCSV(stdout, es)
+}
+
+// workloads lists what carbongate held or decided in shadow in namespace
+// ("" for all) of the API server of kubeconfig, as ledger workloads of
+// sig: Jobs and Pods, and ResourceBindings of Jobs on Karmada's; skipped
+// says which could not be read and why.
+func (env reportEnv) workloads(ctx context.Context, kubeconfig, namespace string, sig forecast.Signal) ([]ledger.Workload, []string, error) {
+	cs, err := env.kube(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, skipped, err := heldWorkloads(ctx, cs, namespace, sig)
+	if err != nil || env.dynamic == nil {
+		return ws, skipped, err
+	}
+	dyn, err := env.dynamic(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	bs, skippedBindings, err := heldBindings(ctx, dyn, namespace, sig)
+	return append(ws, bs...), append(skipped, skippedBindings...), err
 }
 
 // reportQuery is the parsed selection of report.

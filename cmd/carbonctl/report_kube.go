@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -43,6 +46,41 @@ func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace strin
 	for i := range pods.Items {
 		w, err := hold.PodWorkload(&pods.Items[i], sig)
 		add("Pod", pods.Items[i].ObjectMeta, w, err)
+	}
+	return ws, skipped, nil
+}
+
+// bindingResource is Karmada's ResourceBindings.
+var bindingResource = schema.GroupVersionResource{Group: hold.BindingGroup, Version: hold.BindingVersion, Resource: "resourcebindings"}
+
+// heldBindings lists the Karmada ResourceBindings of namespace ("" for
+// all) that carbongate held or decided in shadow, as ledger workloads of
+// signal: those of Jobs (hold.Accounted; the others are skipped, saying
+// why). An API server that serves no ResourceBindings (not Karmada's) has
+// none.
+func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, sig forecast.Signal) (ws []ledger.Workload, skipped []string, err error) {
+	list, err := dyn.Resource(bindingResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: hold.Label})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing ResourceBindings: %w", err)
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if !hold.Accounted(b) {
+			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: not of a Job run in one member cluster: not accounted", b.GetNamespace(), b.GetName()))
+			continue
+		}
+		w, err := hold.BindingWorkload(b, sig)
+		if err == nil {
+			w, err = hold.Shadowed(w, b.GetAnnotations())
+		}
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: %v", b.GetNamespace(), b.GetName(), err))
+			continue
+		}
+		ws = append(ws, w)
 	}
 	return ws, skipped, nil
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/carbongate/carbongate/gateway/hold"
+	"github.com/carbongate/carbongate/models/ledger"
+)
+
+// reportBinding is a released ResourceBinding of kind (batch/v1 Job or
+// apps/v1 Deployment) placed in member-de (zone DE), whose run there
+// Karmada reflected as run (nil: none).
+func reportBinding(name, apiVersion, kind string, created time.Time, run map[string]any) *unstructured.Unstructured {
+	m := held("fed", name, "DE", created, map[string]string{hold.AnnotationCluster: "member-de"})
+	b := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+		"metadata": map[string]any{"namespace": m.Namespace, "name": m.Name, "creationTimestamp": created.Format(time.RFC3339)},
+		"spec":     map[string]any{"resource": map[string]any{"apiVersion": apiVersion, "kind": kind, "namespace": "fed", "name": name}},
+	}}
+	b.SetLabels(m.Labels)
+	b.SetAnnotations(m.Annotations)
+	if run != nil {
+		b.Object["status"] = map[string]any{"aggregatedStatus": []any{map[string]any{"clusterName": "member-de", "status": run}}}
+	}
+	return b
+}
+
+// TestReportBindings: on Karmada's API server the report accounts the
+// held ResourceBindings of Jobs at the run Karmada reflects from their
+// member, and says which it skipped (a Deployment's: it does not end);
+// on an API server that serves no ResourceBindings it reads none.
+func TestReportBindings(t *testing.T) {
+	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	run := map[string]any{"startTime": t0.Add(10 * time.Hour).Format(time.RFC3339), "completionTime": t0.Add(12 * time.Hour).Format(time.RFC3339)}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{bindingResource: "ResourceBindingList"},
+		reportBinding("render-job", "batch/v1", "Job", t0, run),
+		reportBinding("web-deployment", "apps/v1", "Deployment", t0, nil))
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(), nil },
+		dynamic: func(string) (dynamic.Interface, error) { return dyn, nil }}
+	var out, errOut bytes.Buffer
+	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "skipped ResourceBinding fed/web-deployment") {
+		t.Errorf("stderr %q does not say the Deployment's binding was skipped", errOut.String())
+	}
+	var doc struct {
+		Workloads []map[string]any `json:"workloads"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Workloads) != 1 {
+		t.Fatalf("workloads %v, want the Job's binding only", doc.Workloads)
+	}
+	w := doc.Workloads[0]
+	if w["kind"] != hold.BindingKind || w["name"] != "render-job" || w["status"] != string(ledger.Realized) || w["started"] != run["startTime"] {
+		t.Fatalf("entry %v: want the binding realized over its member's run", w)
+	}
+
+	// Not Karmada's API server: no ResourceBindings, no error.
+	// An API server answers 404 for a resource it does not serve.
+	plain := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{bindingResource: "ResourceBindingList"})
+	plain.PrependReactor("list", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(bindingResource.GroupResource(), "")
+	})
+	env.dynamic = func(string) (dynamic.Interface, error) { return plain, nil }
+	out.Reset()
+	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+}

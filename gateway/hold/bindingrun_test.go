@@ -1,0 +1,83 @@
+package hold
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/carbongate/carbongate/forecast"
+)
+
+// resourceBinding is a ResourceBinding of kind (apiVersion/kind) with
+// replicas scheduled as scheduling, annotated a, with the statuses Karmada
+// reflected by member.
+func resourceBinding(apiVersion, kind, scheduling string, replicas int64, a map[string]string, statuses map[string]any) *unstructured.Unstructured {
+	var agg []any
+	for member, s := range statuses {
+		agg = append(agg, map[string]any{"clusterName": member, "status": s, "applied": true})
+	}
+	b := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+		"metadata": map[string]any{"namespace": "batch", "name": "render-job", "creationTimestamp": "2021-06-01T00:30:00Z"},
+		"spec": map[string]any{"resource": map[string]any{"apiVersion": apiVersion, "kind": kind, "namespace": "batch", "name": "render"},
+			"replicas":  replicas,
+			"placement": map[string]any{"replicaScheduling": map[string]any{"replicaSchedulingType": scheduling}}},
+		"status": map[string]any{"aggregatedStatus": agg},
+	}}
+	b.SetAnnotations(a)
+	return b
+}
+
+func TestAccounted(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		apiVersion, kind, scheduling string
+		replicas                     int64
+		want                         bool
+	}{
+		{"batch/v1", "Job", "Duplicated", 3, true},
+		{"batch/v1", "Job", "Divided", 1, true},
+		{"batch/v1", "Job", "Divided", 4, false},
+		{"apps/v1", "Deployment", "Duplicated", 1, false},
+		{"example.com/v1", "Job", "Duplicated", 1, false},
+	} {
+		b := resourceBinding(c.apiVersion, c.kind, c.scheduling, c.replicas, nil, nil)
+		if got := Accounted(b); got != c.want {
+			t.Errorf("%s %s %s×%d: accounted %v, want %v", c.apiVersion, c.kind, c.scheduling, c.replicas, got, c.want)
+		}
+	}
+}
+
+// TestBindingWorkload: a binding's run is its Job's in the member it was
+// placed in, as Karmada reflects it; another member's status (a copy left
+// by an eviction) is not read; its decision and power are the binding's.
+func TestBindingWorkload(t *testing.T) {
+	t.Parallel()
+	a := map[string]string{AnnotationZone: "SE", AnnotationBaselineZone: "DE", AnnotationCluster: "member-se",
+		AnnotationPowerWatts: "500", AnnotationAvoidedGrams: "120.5"}
+	done := map[string]any{"startTime": "2021-06-01T02:00:05Z", "completionTime": "2021-06-01T03:10:00Z", "succeeded": int64(1)}
+	other := map[string]any{"startTime": "2021-06-01T01:00:00Z"}
+	w, err := BindingWorkload(resourceBinding("batch/v1", "Job", "Duplicated", 1, a, map[string]any{"member-se": done, "member-de": other}), forecast.SignalLifecycle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	if w.Kind != BindingKind || w.Namespace != "batch" || w.Name != "render-job" || w.Zone != "SE" || w.BaselineZone != "DE" ||
+		w.PowerWatts != 500 || w.PowerEstimated || !w.HasPromise || w.PromisedGrams != 120.5 {
+		t.Fatalf("workload %+v", w)
+	}
+	if !w.AdmittedAt.Equal(at("2021-06-01T00:30:00Z")) || !w.Started.Equal(at("2021-06-01T02:00:05Z")) || !w.Ended.Equal(at("2021-06-01T03:10:00Z")) {
+		t.Fatalf("admitted %v, ran %v–%v: want the binding's creation and the member's run", w.AdmittedAt, w.Started, w.Ended)
+	}
+	// Not dispatched yet: no run.
+	w, err = BindingWorkload(resourceBinding("batch/v1", "Job", "Duplicated", 1, a, nil), forecast.SignalLifecycle)
+	if err != nil || !w.Started.IsZero() || !w.Ended.IsZero() {
+		t.Fatalf("unstarted: %+v, %v", w, err)
+	}
+	// A bad zone is named.
+	a[AnnotationZone] = "not a zone"
+	if _, err := BindingWorkload(resourceBinding("batch/v1", "Job", "Duplicated", 1, a, nil), forecast.SignalLifecycle); err == nil {
+		t.Fatal("a bad zone was read")
+	}
+}
