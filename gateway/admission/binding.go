@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/carbongate/carbongate/forecast"
@@ -70,7 +72,8 @@ func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionR
 // of its old object, whose metadata is old (empty on CREATE), returning
 // the ops and the object with them applied; a held binding's decision
 // moved by the controller (re-signed: it verifies with signer) keeps its
-// new time.
+// new time, and one whose ledger record verifies as the controller's
+// keeps it.
 func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, signer *hold.Signer) ([]op, []byte, string) {
 	s, bad := newOutputs(req.Object.Raw)
 	if bad != "" {
@@ -85,6 +88,14 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, s
 	keep := hold.SignedKeys(meta.Annotations)
 	for _, k := range bindingOutputs {
 		if !redecided || !slices.Contains(keep, k) {
+			s.set("annotations", k, old.Annotations)
+		}
+	}
+	// The ledger's record: only the controller's, as for Jobs.
+	recorded := req.Operation == admissionv1.Update && signer != nil &&
+		signer.VerifyRecord(hold.Subject{Kind: BindingKind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
+	if !recorded {
+		for _, k := range hold.Record {
 			s.set("annotations", k, old.Annotations)
 		}
 	}
@@ -169,8 +180,9 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	}
 	wl := workload{meta: &metav1.ObjectMeta{Annotations: ann}}
 	win, bad := w.workloadWindow(wl, ref.Namespace, nsAnnotations, w.cfg.Workloads.Now().UTC())
+	var watts float64
 	if bad == "" {
-		_, bad = powerOf(wl.meta)
+		watts, bad = powerOf(wl.meta)
 	}
 	if bad != "" {
 		return unplaced(raw, "the workload's "+bad)
@@ -217,7 +229,12 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if a[AnnotationProvenance], err = provenanceJSON(m.Region, d, requestID); err != nil {
 		return unplaced(raw, "encoding the provenance: "+err.Error())
 	}
-	promise(a, d, 0, win.dur)
+	if ws == nil { // a run in one member: its power, for the promise and the ledger
+		watts = w.bindingPower(a, b, m.Region, watts)
+		promise(a, d, watts, win.dur)
+	} else {
+		promise(a, d, 0, win.dur)
+	}
 	a[AnnotationCluster] = m.Name
 	held := mayWait && !b.suspended()
 	if ws == nil { // for a re-decision while held, and a failover (failover.go)
@@ -248,6 +265,29 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	o := p.outcome()
 	o.warnings = append(append(o.warnings, win.warnings...), cand.skipped...)
 	return o
+}
+
+// bindingPower records on a, the annotations of binding b's decision
+// for region, the power its workload declared (watts, copied: a binding
+// does not carry its workload's annotations), else the one estimated from
+// the requests of its replicas (signed, as for Jobs), and returns it; 0
+// when there is neither.
+func (w *Webhook) bindingPower(a map[string]string, b binding, region string, watts float64) float64 {
+	if watts > 0 {
+		a[hold.AnnotationPowerWatts] = strconv.FormatFloat(watts, 'f', -1, 64)
+		return watts
+	}
+	r := b.Spec.ReplicaRequirements
+	if r == nil {
+		return 0
+	}
+	pod := &corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: r.ResourceRequest}}}}
+	watts, ok := w.sizedPower(workload{pod: pod, pods: b.Spec.Replicas}, region)
+	if !ok {
+		return 0
+	}
+	a[hold.AnnotationEstimatedPower] = strconv.FormatFloat(watts, 'f', -1, 64)
+	return watts
 }
 
 // clusterCandidatesOf are the zones of cand with the member cluster each

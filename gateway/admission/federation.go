@@ -75,8 +75,12 @@ type clusterAffinity struct {
 type binding struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Spec     struct {
-		Resource   WorkloadRef       `json:"resource"`
-		Replicas   int32             `json:"replicas"`
+		Resource WorkloadRef `json:"resource"`
+		Replicas int32       `json:"replicas"`
+		// ReplicaRequirements are what each replica requests.
+		ReplicaRequirements *struct {
+			ResourceRequest corev1.ResourceList `json:"resourceRequest"`
+		} `json:"replicaRequirements"`
 		Placement  *bindingPlacement `json:"placement"`
 		Suspension *struct {
 			Scheduling  *bool `json:"scheduling"`

@@ -36,7 +36,9 @@ import (
 // binding into the cluster its placement was narrowed to — at the
 // release, or, with Config.ScheduleAhead, that long before it with the
 // dispatch still held (hold.BindingDispatching) — and the workload
-// appears there at the release.
+// appears there at the release. With the ledger (Config.Observed) the
+// released bindings of Jobs are cached too and accounted like Jobs
+// (bindingRecorder, ledger.go).
 
 // bindingGVK is Karmada's ResourceBinding.
 var bindingGVK = schema.GroupVersionKind{Group: hold.BindingGroup, Version: hold.BindingVersion, Kind: hold.BindingKind}
@@ -182,7 +184,8 @@ func clusterBlocked(c *unstructured.Unstructured, tolerations []corev1.Toleratio
 // cache of held bindings runs on every replica) and the binding releaser
 // to the leader's reconcilers, acting with d on that API server.
 func (c *Controller) addFederation(cfg *rest.Config, scheme *runtime.Scheme, d deps) error {
-	held, err := watched(false)
+	ledgered := c.cfg.Observed != nil
+	held, err := watched(ledgered)
 	if err != nil {
 		return err
 	}
@@ -208,7 +211,16 @@ func (c *Controller) addFederation(cfg *rest.Config, scheme *runtime.Scheme, d d
 	//lint:ignore SA1019 the core/v1 recorder, as for the controller's own cluster (setup)
 	d.events = cl.GetEventRecorderFor("carbongate")
 	r.deps, r.redecider = d, c.redecider()
-	return ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).
+	if err := ctrl.NewControllerManagedBy(c.mgr).Named("hold-" + r.kind).
 		WatchesRawSource(source.Kind(cl.GetCache(), client.Object(newBinding()), &handler.EnqueueRequestForObject{})).
-		WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r)
+		WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
+		return err
+	}
+	if !ledgered {
+		return nil
+	}
+	rec := c.equip(bindingRecorder(), d)
+	return ctrl.NewControllerManagedBy(c.mgr).Named("ledger-" + rec.kind).
+		WatchesRawSource(source.Kind(cl.GetCache(), client.Object(newBinding()), &handler.EnqueueRequestForObject{}, rec.accounted())).
+		WithOptions(ctrlOptions(c.cfg.Workers)).Complete(rec)
 }

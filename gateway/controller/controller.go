@@ -255,8 +255,7 @@ func (c *Controller) setup() error {
 	}
 	if c.cfg.Observed != nil {
 		for _, r := range []*recorder{jobRecorder(), podRecorder()} {
-			r.deps = d
-			r.obs, r.signal, r.retry, r.horizon = c.cfg.Observed, c.cfg.Signal, c.cfg.LedgerRetry, c.cfg.LedgerHorizon
+			c.equip(r, d)
 			if err := ctrl.NewControllerManagedBy(c.mgr).Named("ledger-"+r.kind).
 				For(r.newObj(), builder.WithPredicates(predicate.Funcs{DeleteFunc: r.deleted})).
 				WithOptions(ctrlOptions(c.cfg.Workers)).Complete(r); err != nil {
@@ -270,6 +269,13 @@ func (c *Controller) setup() error {
 		return fmt.Errorf("controller: vmtemplate: %w", err)
 	}
 	return nil
+}
+
+// equip gives recorder r the means d and the ledger's configuration.
+func (c *Controller) equip(r *recorder, d deps) *recorder {
+	r.deps = d
+	r.obs, r.signal, r.retry, r.horizon = c.cfg.Observed, c.cfg.Signal, c.cfg.LedgerRetry, c.cfg.LedgerHorizon
+	return r
 }
 
 // deps are the reconcilers' means of acting on the controller's own

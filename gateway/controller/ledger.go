@@ -10,9 +10,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/clock"
@@ -68,6 +70,26 @@ func podRecorder() *recorder {
 		workload: func(o client.Object, sig forecast.Signal) (ledger.Workload, error) {
 			return hold.PodWorkload(o.(*corev1.Pod), sig)
 		}}
+}
+
+// bindingRecorder records the realized saving of the Karmada
+// ResourceBindings of Jobs (hold.Accounted) on Karmada's API server, from
+// the run Karmada reflects from the member each was placed in.
+func bindingRecorder() *recorder {
+	return &recorder{kind: "resourcebinding", newObj: func() client.Object { return newBinding() },
+		workload: func(o client.Object, sig forecast.Signal) (ledger.Workload, error) {
+			return hold.BindingWorkload(o.(*unstructured.Unstructured), sig)
+		}}
+}
+
+// accounted filters a binding recorder's events to the bindings the
+// ledger accounts (hold.Accounted), counting those deleted (deleted).
+func (r *recorder) accounted() predicate.Funcs {
+	p := predicate.NewPredicateFuncs(func(o client.Object) bool { return hold.Accounted(o.(*unstructured.Unstructured)) })
+	p.DeleteFunc = func(ev event.DeleteEvent) bool {
+		return hold.Accounted(ev.Object.(*unstructured.Unstructured)) && r.deleted(ev)
+	}
+	return p
 }
 
 // Reconcile records a released workload's account once it is final, and

@@ -33,6 +33,7 @@ func TestFederation(t *testing.T) {
 	// taints are evicted too, at --resource-eviction-rate.
 	t.Run("Failover", func(t *testing.T) { testFailover(t, f) })
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
+	t.Run("Ledger", func(t *testing.T) { testLedger(t, f) })
 	t.Run("RedecideMember", func(t *testing.T) { testRedecideMember(t, f) })
 	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })
 	t.Run("ReleaseTainted", func(t *testing.T) { testReleaseTainted(t, f) })

@@ -1,0 +1,119 @@
+package admission
+
+import (
+	"maps"
+	"strconv"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// jobBinding is a ResourceBinding of Job ns/name whose replicas each
+// request requests (nil: none), with placement (JSON).
+func jobBinding(t *testing.T, ns, name, placement string, replicas int, requests map[string]any) map[string]any {
+	t.Helper()
+	b := bindingObject(t, ns, name, placement, nil)
+	b["metadata"].(map[string]any)["name"] = name + "-job"
+	spec := b["spec"].(map[string]any)
+	spec["resource"] = map[string]any{"apiVersion": "batch/v1", "kind": "Job", "namespace": ns, "name": name}
+	spec["replicas"] = replicas
+	if requests != nil {
+		spec["replicaRequirements"] = map[string]any{"resourceRequest": requests}
+	}
+	return b
+}
+
+// TestBindingPower: a placed binding carries its workload's power for the
+// ledger — the declared one copied from the Job (a binding does not carry
+// its workload's annotations), else one estimated from what its replicas
+// request, signed with the decision — and the grams its decision promises
+// to avoid at that power; without either there is no power and no grams.
+func TestBindingPower(t *testing.T) {
+	t.Parallel()
+	deadline := t0.Add(10 * time.Hour).Format(time.RFC3339)
+	for _, c := range []struct {
+		name      string
+		declared  string
+		requests  map[string]any
+		wantPower string // the annotation that carries it; "": none
+	}{
+		{"declared", "1000", map[string]any{"cpu": "2"}, hold.AnnotationPowerWatts},
+		{"estimated from the requests", "", map[string]any{"cpu": "2", "memory": "4Gi"}, hold.AnnotationEstimatedPower},
+		{"neither", "", nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := map[string]string{hold.AnnotationDeadline: deadline, hold.AnnotationDuration: "PT3H"}
+			if c.declared != "" {
+				a[hold.AnnotationPowerWatts] = c.declared
+			}
+			w := bindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, fakeFederation{workloads: map[string]map[string]string{"batch/render": a}})
+			var got placed
+			r := admitInto(t, w, bindingRequest(t, admissionv1.Create, jobBinding(t, "batch", "render", threeMembers, 2, c.requests), nil), &got)
+			if !r.Allowed {
+				t.Fatalf("response %+v", r)
+			}
+			ann := got.Metadata.Annotations
+			if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "batch", Name: "render-job"}, ann); err != nil {
+				t.Fatalf("signature: %v", err)
+			}
+			watts, estimated, err := hold.Power(ann)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.wantPower == "" {
+				if watts != 0 || ann[hold.AnnotationAvoidedGrams] != "" {
+					t.Fatalf("annotations %v: want no power and no promised grams", ann)
+				}
+				return
+			}
+			if _, ok := ann[c.wantPower]; !ok || !(watts > 0) || estimated != (c.wantPower == hold.AnnotationEstimatedPower) {
+				t.Fatalf("annotations %v: want the power in %s", ann, c.wantPower)
+			}
+			if c.declared != "" && ann[hold.AnnotationPowerWatts] != c.declared {
+				t.Fatalf("power %q, want the declared %s", ann[hold.AnnotationPowerWatts], c.declared)
+			}
+			// The fake decides at 101.25 against 120 at admission, for 3 h.
+			want := strconv.FormatFloat(watts*3/1000*(120-101.25), 'f', 1, 64)
+			if ann[hold.AnnotationAvoidedGrams] != want {
+				t.Fatalf("promised %q g, want %s at %v W", ann[hold.AnnotationAvoidedGrams], want, watts)
+			}
+		})
+	}
+}
+
+// TestBindingRecord: the ledger's record on a binding survives the
+// webhook's UPDATE when the controller signed it, and is put back as it
+// was when forged.
+func TestBindingRecord(t *testing.T) {
+	t.Parallel()
+	w, got := heldBinding(t)
+	subject := hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}
+	rec := map[string]string{hold.AnnotationRealizedStatus: "realized", hold.AnnotationRealizedCoverage: "1.0000",
+		hold.AnnotationRealizedGrams: "10.00", hold.AnnotationRunAtAdmissionGrams: "30.00", hold.AnnotationRealizedAvoided: "20.00"}
+	for _, c := range []struct {
+		name string
+		sign bool
+	}{{"signed", true}, {"forged", false}} {
+		a := maps.Clone(got.Metadata.Annotations)
+		maps.Copy(a, rec)
+		a[hold.AnnotationRecordSignature] = "forged"
+		if c.sign {
+			a[hold.AnnotationRecordSignature] = testSigner.SignRecord(subject, a)
+		}
+		old := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, got.Metadata.Annotations)
+		upd := bindingObject(t, "web", "api", `{"clusterAffinity":{"clusterNames":["m2"]}}`, a)
+		for _, o := range []map[string]any{old, upd} {
+			o["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Released}
+		}
+		var after placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &after)
+		_, kept := after.Metadata.Annotations[hold.AnnotationRealizedAvoided]
+		if kept != c.sign {
+			t.Errorf("%s record: kept %v, want %v (annotations %v)", c.name, kept, c.sign, after.Metadata.Annotations)
+		}
+	}
+}
