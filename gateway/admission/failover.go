@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/hold"
 )
 
@@ -35,8 +36,9 @@ func (b binding) evicting(cluster string) bool {
 // carbon. Its decision's zone, region and cluster move there,
 // re-signed (the decision must verify first: a binding written past the
 // webhook is not re-signed), and AnnotationEvictedFrom records the member
-// it left; its promise and provenance, made for the decided place, stay
-// as made. None (nil) when b is not evicted from its cluster, is grouped
+// it left; its promise moves to the new member's forecast for those hours
+// against the admission's baseline (hold.Repromise); its provenance stays
+// the admission's decision. None (nil) when b is not evicted from its cluster, is grouped
 // or divided (Karmada's groups, carbongate's weights), or has no other
 // candidate: it stays narrowed and waits for the member (reapplyBinding).
 // The move is taken on an update during the eviction: Karmada drops the
@@ -54,18 +56,21 @@ func (w *Webhook) failover(ctx context.Context, b binding, ns string, sched Sche
 		err = w.cfg.Workloads.Signer.Verify(subject, a)
 	}
 	var m MemberCluster
-	var zone forecast.Zone
+	var to gateway.Placement
 	if err == nil {
-		m, zone, err = w.failoverTarget(ctx, b, d, sched)
+		m, to, err = w.failoverTarget(ctx, b, d, sched)
 	}
 	if err != nil {
 		w.wl.failovers.WithLabelValues("waits").Inc()
 		log.Warn("admission: a placed binding Karmada evicts from its member cluster stays narrowed to it and waits", "why", err.Error())
 		return nil
 	}
-	d.Zone, d.Region = string(zone), m.Region
+	d.Zone, d.Region = string(to.Zone), m.Region
 	na := maps.Clone(a)
 	maps.Copy(na, d.Annotations())
+	if !hold.Repromise(na, to.Mean, to.End.Sub(to.Start)) {
+		log.Warn("admission: a binding moved off an evicted member keeps the promise made for it: its provenance does not give the baseline")
+	}
 	na[AnnotationCluster], na[AnnotationEvictedFrom] = m.Name, from
 	na[hold.AnnotationSignature] = w.cfg.Workloads.Signer.Sign(subject, na)
 	maps.DeleteFunc(na, func(k, v string) bool { return a[k] == v })
@@ -74,14 +79,15 @@ func (w *Webhook) failover(ctx context.Context, b binding, ns string, sched Sche
 	return na
 }
 
-// failoverTarget returns the member, and its zone, that binding b, decided
-// under d, fails over to (failover); an error says why there is none.
-func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision, sched Scheduler) (MemberCluster, forecast.Zone, error) {
+// failoverTarget returns the member that binding b, decided under d,
+// fails over to (failover) and its window there; an error says why there
+// is none.
+func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision, sched Scheduler) (MemberCluster, gateway.Placement, error) {
 	a := b.Metadata.Annotations
 	cs, ok, err := hold.ParseCandidates(a)
 	dur, derr := hold.DecidedDuration(a)
 	if err = errors.Join(err, derr); err != nil || !ok {
-		return MemberCluster{}, "", cmp.Or(err, errors.New("no candidates recorded"))
+		return MemberCluster{}, gateway.Placement{}, cmp.Or(err, errors.New("no candidates recorded"))
 	}
 	// The placement's other selectors (Karmada's rewrite from the policy
 	// may have changed them) over its candidates, those under eviction
@@ -101,7 +107,7 @@ func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision
 	tolerations := b.Spec.Placement.tolerations()
 	cand := w.affinityCandidates(&affinity, tolerations, readyNow(w.cfg.Bindings.Federation.Clusters(), tolerations))
 	if len(cand.zones) == 0 {
-		return MemberCluster{}, "", fmt.Errorf("no other candidate can take it now (%s)", cand.why)
+		return MemberCluster{}, gateway.Placement{}, fmt.Errorf("no other candidate can take it now (%s)", cand.why)
 	}
 	now := w.cfg.Workloads.Now().UTC()
 	s := spec{Duration: dur.String(), Deadline: runNowDeadline(now, dur).Format(time.RFC3339)}
@@ -110,11 +116,11 @@ func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision
 	}
 	dec, err := w.schedule(ctx, sched, cand.zones, s)
 	if err != nil {
-		return MemberCluster{}, "", fmt.Errorf("asking the gateway: %s", forecast.ErrorMessage(err))
+		return MemberCluster{}, gateway.Placement{}, fmt.Errorf("asking the gateway: %s", forecast.ErrorMessage(err))
 	}
 	m, found := cand.clusters[dec.Decision.Zone]
 	if !found {
-		return MemberCluster{}, "", fmt.Errorf("carbongate chose zone %s, which is not a candidate", dec.Decision.Zone)
+		return MemberCluster{}, gateway.Placement{}, fmt.Errorf("carbongate chose zone %s, which is not a candidate", dec.Decision.Zone)
 	}
-	return m, dec.Decision.Zone, nil
+	return m, dec.Decision, nil
 }

@@ -175,3 +175,38 @@ func TestRunNowOnTheGateway(t *testing.T) {
 		t.Errorf("after the eviction from %s: cluster %q, evicted-from %q; want moved", from, to, moved.Metadata.Annotations[AnnotationEvictedFrom])
 	}
 }
+
+// TestFailoverMovesPromise: a binding moved off an evicted member
+// promises what the new member's forecast gives for its hours against the
+// admission's baseline (read back from its provenance): placed at 101.25
+// g/kWh promising 12.5 %, so against 115.71; moved to GB at 90 (DE 130):
+// 22.2 % and, at the 1 kW it declares for 3 h, 77.1 g — re-signed.
+func TestFailoverMovesPromise(t *testing.T) {
+	t.Parallel()
+	subject := hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}
+	narrowed := `{"clusterAffinity":{"clusterNames":["m1"]},"replicaScheduling":{"replicaSchedulingType":"Duplicated"}}`
+	fed := fakeFederation{workloads: map[string]map[string]string{"web/api": {hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339),
+		hold.AnnotationDuration: "PT3H", hold.AnnotationPowerWatts: "1000"}}}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}, Bindings{Federation: fed})
+	var created placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", threeMembers, nil), nil), &created)
+	a := created.Metadata.Annotations
+	if a[AnnotationCluster] != "m1" || a[hold.AnnotationSavingsPct] != "12.5" || a[hold.AnnotationAvoidedGrams] == "" {
+		t.Fatalf("created %v: want m1 promising 12.5 %% and grams", a)
+	}
+	w = newBindingHook(t, &fakeScheduler{means: map[forecast.Zone]float64{"GB": 90, "DE": 130}}, Bindings{Federation: fed})
+	upd := bindingObject(t, "web", "api", narrowed, a)
+	upd["spec"].(map[string]any)["gracefulEvictionTasks"] = []any{map[string]any{"fromCluster": "m1"}}
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, bindingObject(t, "web", "api", narrowed, a)), &got)
+	ga := got.Metadata.Annotations
+	if ga[AnnotationCluster] != "m3" || ga[hold.AnnotationSavingsPct] != "22.2" || ga[hold.AnnotationAvoidedGrams] != "77.1" {
+		t.Errorf("moved to %s promising %s %%, %s g; want m3, 22.2 %%, 77.1 g", ga[AnnotationCluster], ga[hold.AnnotationSavingsPct], ga[hold.AnnotationAvoidedGrams])
+	}
+	if ga[AnnotationProvenance] != a[AnnotationProvenance] || ga[hold.AnnotationBaselineZone] != a[hold.AnnotationBaselineZone] {
+		t.Errorf("provenance or baseline zone changed: the admission's stay")
+	}
+	if err := testSigner.Verify(subject, ga); err != nil {
+		t.Errorf("the moved promise does not verify: %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strconv"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway"
 	"github.com/carbongate/carbongate/gateway/hold"
-	"github.com/carbongate/carbongate/gateway/hold/v1alpha1"
 )
 
 // DefaultRedecideGain is the least share of its forecast emissions a new
@@ -269,7 +267,7 @@ func where(d hold.Decision, c hold.Candidate) string {
 // returns the gain in grams; powered is false without a power.
 func repromise(a map[string]string, cur, best forecast.Window, dur time.Duration) (gain float64, powered bool) {
 	if p, err := strconv.ParseFloat(a[hold.AnnotationSavingsPct], 64); err == nil && !math.IsNaN(p) && !math.IsInf(p, 0) {
-		if b, ok := baselineMean(a); ok {
+		if b, ok := hold.BaselineMean(a); ok {
 			a[hold.AnnotationSavingsPct] = strconv.FormatFloat(p+100*(cur.Mean-best.Mean)/b, 'f', 1, 64)
 		}
 	}
@@ -282,17 +280,6 @@ func repromise(a map[string]string, cur, best forecast.Window, dur time.Duration
 		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g+gain, 'f', 1, 64)
 	}
 	return gain, true
-}
-
-// baselineMean is the forecast intensity the admission's promise ran
-// against: its decided window's over one less its saving, both from its
-// provenance.
-func baselineMean(a map[string]string) (float64, bool) {
-	var p v1alpha1.Provenance
-	if json.Unmarshal([]byte(a[hold.AnnotationProvenance]), &p) != nil || p.SavingsPct == nil || !(*p.SavingsPct < 100) || !(p.MeanIntensity > 0) {
-		return 0, false
-	}
-	return p.MeanIntensity / (1 - *p.SavingsPct/100), true
 }
 
 // promised says what a moved decision's promise now is, for its Event.

@@ -145,7 +145,7 @@ func TestRedecideMovesPromise(t *testing.T) {
 	// Without a provenance to read the baseline from, the saving in
 	// percent stays; the grams still move.
 	delete(a, hold.AnnotationProvenance)
-	if _, ok := baselineMean(a); ok {
+	if _, ok := hold.BaselineMean(a); ok {
 		t.Error("a baseline without a provenance")
 	}
 	if g, ok := repromise(a, forecast.Window{Mean: 500}, forecast.Window{Mean: 220}, time.Hour); !ok || g != 280 || a[hold.AnnotationSavingsPct] != "20.0" || a[hold.AnnotationAvoidedGrams] != "405.0" {
