@@ -112,9 +112,12 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, s
 // released.
 func reapplyBinding(raw []byte, b binding, old binding, moved map[string]string) outcome {
 	cluster := cmp.Or(moved[AnnotationCluster], b.Metadata.Annotations[AnnotationCluster])
+	if b.shadow() { // decided in shadow: goes where its policy sends it
+		cluster = ""
+	}
 	// Weights are set again on every update: comparing them costs as much.
 	ws, divided := parseWeights(b.Metadata.Annotations[AnnotationWeights])
-	divided = divided && !b.grouped() // a policy changed to groups since: weights do not apply
+	divided = divided && !b.grouped() && !b.shadow() // a policy changed to groups since: weights do not apply
 	renarrow := !divided && cluster != "" && !b.narrowedTo(cluster)
 	oldLabel := old.Metadata.Labels[hold.Label]
 	label, labelled := b.Metadata.Labels[hold.Label]
@@ -187,6 +190,10 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	if bad != "" {
 		return unplaced(raw, "the workload's "+bad)
 	}
+	mode, modeWarning := w.mode(ref.Namespace, nsLabels)
+	if modeWarning != "" {
+		win.warnings = append(win.warnings, modeWarning)
+	}
 	placeOnly := win.runNow != "" // no delay: placed in space only
 	if placeOnly {
 		win.deadline = runNowDeadline(win.now, win.dur)
@@ -258,12 +265,17 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	} else {
 		narrow(p, b, m.Name)
 	}
-	if held {
+	if held || mode == hold.ModeShadow { // shadowed makes it Shadow
 		p.set(hold.Held, "metadata", "labels", hold.Label)
+	}
+	if held {
 		p.set(true, hold.BindingSuspension...)
 	}
 	o := p.outcome()
 	o.warnings = append(append(o.warnings, win.warnings...), cand.skipped...)
+	if mode == hold.ModeShadow { // decided and annotated, neither narrowed nor held
+		return shadowed(o)
+	}
 	return o
 }
 
@@ -320,6 +332,13 @@ func unplaced(raw []byte, why string) outcome {
 func (b binding) suspended() bool {
 	s := b.Spec.Suspension
 	return s != nil && s.Scheduling != nil && *s.Scheduling
+}
+
+// shadow reports whether the binding was decided in shadow mode
+// (hold.AnnotationShadow): annotated only, never narrowed, divided, held
+// or moved.
+func (b binding) shadow() bool {
+	return b.Metadata.Annotations[hold.AnnotationShadow] == "true"
 }
 
 // dispatchHeld reports whether the binding's dispatching is suspended.

@@ -117,3 +117,40 @@ func TestBindingRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestBindingShadow: in a namespace in shadow mode a binding is decided
+// and annotated as it would be held — the decision signed, the member,
+// the promise, labelled shadow — but neither narrowed nor held, and no
+// later update narrows it or moves it off a member Karmada evicts it from.
+func TestBindingShadow(t *testing.T) {
+	t.Parallel()
+	fed := fakeFederation{workloads: map[string]map[string]string{"trial/api": {hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}}}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, Bindings{Federation: fed, Hold: true})
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "trial", "api", threeMembers, nil), nil), &got)
+	a := got.Metadata.Annotations
+	if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 3 || got.Spec.Suspension != nil {
+		t.Fatalf("clusterNames %v, suspension %+v: want the policy's three, not held", names, got.Spec.Suspension)
+	}
+	if got.Metadata.Labels[hold.Label] != hold.Shadow || a[hold.AnnotationShadow] != "true" || a[AnnotationCluster] != "m2" || a[hold.AnnotationSavingsPct] == "" {
+		t.Fatalf("labels %v, annotations %v: want the decision for m2 in shadow", got.Metadata.Labels, a)
+	}
+	if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "trial", Name: "api-deployment"}, a); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	for _, evicted := range []string{"", "m2"} {
+		old := bindingObject(t, "trial", "api", threeMembers, a)
+		upd := bindingObject(t, "trial", "api", threeMembers, a)
+		for _, o := range []map[string]any{old, upd} {
+			o["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Shadow}
+		}
+		if evicted != "" {
+			upd["spec"].(map[string]any)["gracefulEvictionTasks"] = []any{map[string]any{"fromCluster": evicted}}
+		}
+		var after placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &after)
+		if names := after.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 3 || after.Metadata.Annotations[AnnotationCluster] != "m2" || after.Metadata.Annotations[AnnotationEvictedFrom] != "" {
+			t.Errorf("update (evicted from %q): clusterNames %v, cluster %s: want the policy's, the decision kept", evicted, names, after.Metadata.Annotations[AnnotationCluster])
+		}
+	}
+}

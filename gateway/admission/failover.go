@@ -38,15 +38,16 @@ func (b binding) evicting(cluster string) bool {
 // webhook is not re-signed), and AnnotationEvictedFrom records the member
 // it left; its promise moves to the new member's forecast for those hours
 // against the admission's baseline (hold.Repromise); its provenance stays
-// the admission's decision. None (nil) when b is not evicted from its cluster, is grouped
-// or divided (Karmada's groups, carbongate's weights), or has no other
+// the admission's decision. None (nil) when b is not evicted from its
+// cluster, is grouped or divided (Karmada's groups, carbongate's weights),
+// was decided in shadow (never narrowed), or has no other
 // candidate: it stays narrowed and waits for the member (reapplyBinding).
 // The move is taken on an update during the eviction: Karmada drops the
 // eviction task once the workload runs elsewhere or its grace period ends.
 func (w *Webhook) failover(ctx context.Context, b binding, ns string, sched Scheduler) map[string]string {
 	a := b.Metadata.Annotations
 	from := a[AnnotationCluster]
-	if from == "" || b.grouped() || a[AnnotationWeights] != "" || !b.evicting(from) {
+	if from == "" || b.grouped() || b.shadow() || a[AnnotationWeights] != "" || !b.evicting(from) {
 		return nil
 	}
 	log := w.cfg.Logger.With("namespace", ns, "name", b.Metadata.Name, "evicted_from", from)

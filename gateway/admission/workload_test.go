@@ -67,6 +67,7 @@ func optedIn() map[string][2]map[string]string {
 		"batch": {{hold.NamespaceLabel: hold.NamespaceEnabled}, {hold.AnnotationMaxDelay: "PT6H"}},
 		"web":   {{"team": "web"}, nil},
 		"now":   {{hold.NamespaceLabel: hold.NamespaceEnabled}, {hold.AnnotationMaxDelay: "PT0S"}},
+		"trial": {{hold.NamespaceModeLabel: hold.ModeShadow}, nil},
 	}
 }
 

@@ -25,6 +25,9 @@ type accountedBinding struct {
 				Type string `json:"replicaSchedulingType"`
 			} `json:"replicaScheduling"`
 		} `json:"placement"`
+		Clusters []struct {
+			Name string `json:"name"`
+		} `json:"clusters"`
 	} `json:"spec"`
 	Status struct {
 		AggregatedStatus []struct {
@@ -55,7 +58,9 @@ func Accounted(b *unstructured.Unstructured) bool {
 	}
 	p := ab.Spec.Placement
 	divided := p != nil && p.ReplicaScheduling != nil && p.ReplicaScheduling.Type == "Divided" && ab.Spec.Replicas > 1
-	return !divided
+	// In shadow its policy placed it, maybe in several members at once.
+	spread := Mode(b.GetAnnotations()) == ModeShadow && len(ab.Spec.Clusters) > 1
+	return !divided && !spread
 }
 
 // BindingWorkload is a held (or released) ResourceBinding of a Job
@@ -71,8 +76,14 @@ func BindingWorkload(b *unstructured.Unstructured, sig forecast.Signal) (ledger.
 	if err != nil {
 		return ledger.Workload{}, fmt.Errorf("reading the binding: %w", err)
 	}
+	a := b.GetAnnotations()
+	member, ranIn := a[AnnotationCluster], ""
+	if Mode(a) == ModeShadow { // it ran where its policy placed it
+		if member, ranIn, err = shadowMember(ab, a); err != nil {
+			return ledger.Workload{}, err
+		}
+	}
 	var j batchv1.Job
-	member := b.GetAnnotations()[AnnotationCluster]
 	for _, s := range ab.Status.AggregatedStatus {
 		if s.ClusterName == member && s.Status != nil && len(s.Status.Raw) > 0 {
 			if err := json.Unmarshal(s.Status.Raw, &j.Status); err != nil {
@@ -83,5 +94,33 @@ func BindingWorkload(b *unstructured.Unstructured, sig forecast.Signal) (ledger.
 	start, end := JobRun(&j)
 	m := metav1.ObjectMeta{Namespace: b.GetNamespace(), Name: b.GetName(), Annotations: b.GetAnnotations(),
 		CreationTimestamp: b.GetCreationTimestamp(), DeletionTimestamp: b.GetDeletionTimestamp()}
-	return WorkloadOf(BindingKind, m, start, end, sig)
+	w, err := WorkloadOf(BindingKind, m, start, end, sig)
+	if ranIn != "" {
+		w.BaselineZone = forecast.Zone(ranIn) // as submitted: ledger.Shadow's baseline
+	}
+	return w, err
+}
+
+// shadowMember returns the member a binding decided in shadow (annotated
+// a) was scheduled to by its policy and the grid zone of that member (one
+// of the candidates carbongate decided among, or the decided one); none
+// before it is scheduled. An error says why the zone is not known.
+func shadowMember(ab accountedBinding, a map[string]string) (member, zone string, err error) {
+	if len(ab.Spec.Clusters) != 1 {
+		return "", "", nil
+	}
+	member = ab.Spec.Clusters[0].Name
+	if member == a[AnnotationCluster] {
+		return member, a[AnnotationZone], nil
+	}
+	cs, _, err := ParseCandidates(a)
+	if err != nil {
+		return "", "", err
+	}
+	for _, c := range cs {
+		if c.Cluster == member {
+			return member, c.Zone, nil
+		}
+	}
+	return "", "", fmt.Errorf("ran in member cluster %s, whose grid zone carbongate did not record (not a candidate of its decision)", member)
 }

@@ -81,3 +81,36 @@ func TestBindingWorkload(t *testing.T) {
 		t.Fatal("a bad zone was read")
 	}
 }
+
+// TestShadowBindingWorkload: a binding decided in shadow ran where its
+// policy placed it: its run is the Job's in that member, and running at
+// once (the shadow ledger's baseline) is charged in that member's zone, a
+// candidate of the decision; in several members at once it is not
+// accounted, and in a member of unknown zone it says so.
+func TestShadowBindingWorkload(t *testing.T) {
+	t.Parallel()
+	a := map[string]string{AnnotationZone: "SE", AnnotationBaselineZone: "DE", AnnotationCluster: "member-se", AnnotationShadow: "true",
+		AnnotationPowerWatts: "500", AnnotationStart: "2021-06-01T05:00:00Z", AnnotationReleaseBy: "2021-06-01T08:00:00Z",
+		AnnotationCandidates: FormatCandidates([]Candidate{{Zone: "SE", Cluster: "member-se"}, {Zone: "PL", Cluster: "member-pl"}})}
+	run := map[string]any{"startTime": "2021-06-01T01:00:00Z", "completionTime": "2021-06-01T02:00:00Z"}
+	b := resourceBinding("batch/v1", "Job", "Duplicated", 1, a, map[string]any{"member-pl": run})
+	b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": "member-pl"}}
+	if !Accounted(b) {
+		t.Fatal("a shadow binding run in one member is not accounted")
+	}
+	w, err := BindingWorkload(b, forecast.SignalLifecycle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.BaselineZone != "PL" || w.Zone != "SE" || w.Started.IsZero() || w.Ended.Sub(w.Started) != time.Hour {
+		t.Fatalf("workload %+v: want its run in member-pl, charged against PL", w)
+	}
+	b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": "member-xx"}}
+	if _, err := BindingWorkload(b, forecast.SignalLifecycle); err == nil {
+		t.Error("a run in a member of unknown zone was read")
+	}
+	b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": "member-pl"}, map[string]any{"name": "member-se"}}
+	if Accounted(b) {
+		t.Error("a shadow binding run in two members is accounted")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,30 +50,90 @@ const (
 // saving on the binding, signed — at the bundled data's observed
 // intensity in the decided zone against running at admission in the
 // promise's baseline zone, the figures recomputed here by the same
-// library from the windows its Event states — and counts it.
+// library from the windows its Event states — and counts it. The same Job
+// in a namespace in shadow mode is decided and annotated but runs at once
+// where its policy (one member of three) places it, and its record is what
+// holding it to its decision would have avoided against that run.
 func testLedger(t *testing.T, f *Federation) {
-	const ns = "ledger"
+	const ns, trial = "ledger", "ledger-shadow"
 	createNamespace(t, f, ns)
+	if _, err := f.Karmada.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: trial, Labels: map[string]string{hold.NamespaceModeLabel: hold.ModeShadow}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	args := append(controllerArgs(t, f, ledgerSpeed), "--replay-start", ledgerStart, "--replay-anchor", time.Now().UTC().Format(time.RFC3339Nano))
 	g := startRegisteredGate(t, f, "carbongate-ledger", args...)
-	createJob(t, f, ns, "render", map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "1000"})
+	signer := keySigner(t, args)
+	annotations := map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "1000"}
+	createJob(t, f, ns, "render", annotations)
+	// In shadow: its policy places it in one member of three, at once.
+	if err := newJob(f, trial, "render", annotations); err != nil {
+		t.Fatal(err)
+	}
+	createPlacedPolicy(t, f, trial, "render", map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": "render"}, map[string]any{
+		"clusterAffinity":   map[string]any{"clusterNames": memberNames(f)},
+		"spreadConstraints": []any{map[string]any{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}}})
+
 	b := waitBinding(t, f, ns, "render-job", labelled(hold.Held))
 	if p := b.GetAnnotations()[hold.AnnotationPowerWatts]; p != "1000" {
 		t.Fatalf("binding annotations %v: want the Job's declared power", b.GetAnnotations())
 	}
+	sb := waitBinding(t, f, trial, "render-job", func(b *unstructured.Unstructured) error {
+		if b.GetLabels()[hold.Label] != hold.Shadow || b.GetAnnotations()[hold.AnnotationShadow] != "true" {
+			return fmt.Errorf("labels %v, annotations %v: want decided in shadow", b.GetLabels(), b.GetAnnotations())
+		}
+		if s, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters"); len(s) != 1 {
+			return fmt.Errorf("scheduled to %v, want one member", s)
+		}
+		return nil
+	})
+	ran := f.Member(scheduledTo(t, sb))
+	waitJob(t, ran, trial, "render")
+	runJob(t, ran, trial, "render", 2*time.Second)
+
 	m := f.Member(b.GetAnnotations()[admission.AnnotationCluster])
 	waitBinding(t, f, ns, "render-job", labelled(hold.Released))
 	waitJob(t, m, ns, "render")
 	runJob(t, m, ns, "render", 2*time.Second) // 12 minutes of the replay
 
-	signer := keySigner(t, args)
-	subject := hold.Subject{Kind: hold.BindingKind, Namespace: ns, Name: "render-job"}
-	b = waitBinding(t, f, ns, "render-job", func(b *unstructured.Unstructured) error {
+	b, got := checkRecord(t, f, signer, ns, "render-job", "")
+	t.Logf("figures: realized %v g, run at admission %v g, realized avoided %v g (promised %s g)", got[0], got[1], got[2], b.GetAnnotations()[hold.AnnotationAvoidedGrams])
+	if c := g.metric(t, `carbongate_realized_workloads_total{mode="enforce",status="realized",workload_namespace="ledger"}`); c != 1 {
+		t.Errorf("realized workloads counter %v, want 1", c)
+	}
+	reportBinding(t, f, ns, "render-job", b)
+
+	sb, got = checkRecord(t, f, signer, trial, "render-job", ran.Name)
+	t.Logf("figures: in shadow, ran in %s; held to its decision (%s) it would have emitted %v g against %v g, avoiding %v g",
+		ran.Name, sb.GetAnnotations()[admission.AnnotationCluster], got[0], got[1], got[2])
+	if c := g.metric(t, `carbongate_realized_workloads_total{mode="shadow",status="realized",workload_namespace="ledger-shadow"}`); c != 1 {
+		t.Errorf("realized shadow workloads counter %v, want 1", c)
+	}
+}
+
+// scheduledTo is the one member binding b is scheduled to.
+func scheduledTo(t *testing.T, b *unstructured.Unstructured) string {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
+	name, _, _ := unstructured.NestedString(cs[0].(map[string]any), "name")
+	return name
+}
+
+// checkRecord waits for the controller's signed record on binding ns/name
+// and checks it against its Event's windows recomputed here over the
+// bundled data: charged in the decided zone against the promise's baseline
+// zone or, decided in shadow, against the zone of the member ranIn it ran
+// in. It returns the binding and its realized, run-at-admission and
+// realized-avoided grams.
+func checkRecord(t *testing.T, f *Federation, signer *hold.Signer, ns, name, ranIn string) (*unstructured.Unstructured, []float64) {
+	t.Helper()
+	subject := hold.Subject{Kind: hold.BindingKind, Namespace: ns, Name: name}
+	b := waitBinding(t, f, ns, name, func(b *unstructured.Unstructured) error {
 		return signer.VerifyRecord(subject, b.GetAnnotations())
 	})
 	a := b.GetAnnotations()
 	if a[hold.AnnotationRealizedStatus] != string(ledger.Realized) || a[hold.AnnotationRealizedCoverage] != "1.0000" {
-		t.Fatalf("record %v, want realized with coverage 1", a)
+		t.Fatalf("%s/%s: record %v, want realized with coverage 1", ns, name, a)
 	}
 	got := make([]float64, 3)
 	for i, k := range []string{hold.AnnotationRealizedGrams, hold.AnnotationRunAtAdmissionGrams, hold.AnnotationRealizedAvoided} {
@@ -82,13 +143,20 @@ func testLedger(t *testing.T, f *Federation) {
 		}
 		got[i] = v
 	}
-	msg := bindingEvent(t, f, ns, "render-job", "Realized")
+	msg := bindingEvent(t, f, ns, name, "Realized")
 	e := regexp.MustCompile(`ran (\S+)–(\S+) in (\S+): .* running at admission \((\S+)\) in (\S+) would`).FindStringSubmatch(msg)
 	if e == nil {
 		t.Fatalf("event %q does not state the windows", msg)
 	}
-	if e[3] != a[hold.AnnotationZone] || e[5] != a[hold.AnnotationBaselineZone] {
-		t.Errorf("charged in %s against %s, want the decided zone %s against the promise's baseline %s", e[3], e[5], a[hold.AnnotationZone], a[hold.AnnotationBaselineZone])
+	baseline := a[hold.AnnotationBaselineZone]
+	if ranIn != "" {
+		baseline = f.zoneOf(t, ranIn, a)
+		if !strings.HasPrefix(msg, "in shadow") {
+			t.Errorf("event %q does not say it is a shadow decision's", msg)
+		}
+	}
+	if e[3] != a[hold.AnnotationZone] || e[5] != baseline {
+		t.Errorf("charged in %s against %s, want the decided zone %s against %s", e[3], e[5], a[hold.AnnotationZone], baseline)
 	}
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
@@ -116,11 +184,24 @@ func testLedger(t *testing.T, f *Federation) {
 			t.Errorf("%s=%v, recomputed %v (%s)", hold.Record[2+i], got[i], v, msg)
 		}
 	}
-	t.Logf("figures: realized %v g, run at admission %v g, realized avoided %v g (promised %s g)", got[0], got[1], got[2], a[hold.AnnotationAvoidedGrams])
-	if c := g.metric(t, `carbongate_realized_workloads_total{mode="enforce",status="realized",workload_namespace="ledger"}`); c != 1 {
-		t.Errorf("realized workloads counter %v, want 1", c)
+	return b, got
+}
+
+// zoneOf is the grid zone of member, one of the candidates the decision
+// annotated a was made among.
+func (f *Federation) zoneOf(t *testing.T, member string, a map[string]string) string {
+	t.Helper()
+	cs, _, err := hold.ParseCandidates(a)
+	if err != nil {
+		t.Fatal(err)
 	}
-	reportBinding(t, f, ns, "render-job", b)
+	for _, c := range cs {
+		if c.Cluster == member {
+			return c.Zone
+		}
+	}
+	t.Fatalf("member %s is not a candidate of %v", member, a)
+	return ""
 }
 
 // reportBinding runs carbonctl report on Karmada's API server and checks
