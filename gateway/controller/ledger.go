@@ -82,10 +82,15 @@ func bindingRecorder() *recorder {
 		}}
 }
 
-// accounted filters a binding recorder's events to the bindings the
-// ledger accounts (hold.Accounted), counting those deleted (deleted).
+// accounted filters a binding recorder's events to the released or
+// shadow bindings the ledger accounts (hold.Accounted: read only past the
+// label, so that the updates of held bindings cost nothing), counting
+// those deleted (deleted).
 func (r *recorder) accounted() predicate.Funcs {
-	p := predicate.NewPredicateFuncs(func(o client.Object) bool { return hold.Accounted(o.(*unstructured.Unstructured)) })
+	p := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		l := o.GetLabels()[hold.Label]
+		return (l == hold.Released || l == hold.Shadow) && hold.Accounted(o.(*unstructured.Unstructured))
+	})
 	p.DeleteFunc = func(ev event.DeleteEvent) bool {
 		return hold.Accounted(ev.Object.(*unstructured.Unstructured)) && r.deleted(ev)
 	}

@@ -14,17 +14,9 @@ import (
 )
 
 // accountedBinding is what the ledger reads of a ResourceBinding: the
-// workload it propagates, how its replicas are scheduled, the members it
-// went to and the status Karmada reflects from each.
+// members it went to and the status Karmada reflects from each.
 type accountedBinding struct {
 	Spec struct {
-		Resource  WorkloadRef `json:"resource"`
-		Replicas  int32       `json:"replicas"`
-		Placement *struct {
-			ReplicaScheduling *struct {
-				Type string `json:"replicaSchedulingType"`
-			} `json:"replicaScheduling"`
-		} `json:"placement"`
 		Clusters []struct {
 			Name string `json:"name"`
 		} `json:"clusters"`
@@ -45,22 +37,20 @@ func readBinding(b *unstructured.Unstructured) (accountedBinding, error) {
 
 // Accounted reports whether the ledger accounts ResourceBinding b: a
 // binding of a batch/v1 Job (a workload that ends) whose replicas are not
-// divided over several members (a run in one zone). Deployments and
+// divided over several members (a run in one zone) and, decided in
+// shadow, that its policy scheduled to one member at most. Deployments and
 // divided Jobs are placed and held, not accounted.
 func Accounted(b *unstructured.Unstructured) bool {
-	ab, err := readBinding(b)
-	if err != nil {
+	str := func(path ...string) string { v, _, _ := unstructured.NestedString(b.Object, path...); return v }
+	if str("spec", "resource", "apiVersion") != "batch/v1" || str("spec", "resource", "kind") != "Job" {
 		return false
 	}
-	ref := ab.Spec.Resource
-	if ref.APIVersion != "batch/v1" || ref.Kind != "Job" {
+	replicas, _, _ := unstructured.NestedInt64(b.Object, "spec", "replicas")
+	if str("spec", "placement", "replicaScheduling", "replicaSchedulingType") == "Divided" && replicas > 1 {
 		return false
 	}
-	p := ab.Spec.Placement
-	divided := p != nil && p.ReplicaScheduling != nil && p.ReplicaScheduling.Type == "Divided" && ab.Spec.Replicas > 1
-	// In shadow its policy placed it, maybe in several members at once.
-	spread := Mode(b.GetAnnotations()) == ModeShadow && len(ab.Spec.Clusters) > 1
-	return !divided && !spread
+	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
+	return Mode(b.GetAnnotations()) != ModeShadow || len(clusters) <= 1
 }
 
 // BindingWorkload is a held (or released) ResourceBinding of a Job
