@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,22 @@ func TestReportBindings(t *testing.T) {
 	w := doc.Workloads[0]
 	if w["kind"] != hold.BindingKind || w["name"] != "render-job" || w["status"] != string(ledger.Realized) || w["started"] != run["startTime"] {
 		t.Fatalf("entry %v: want the binding realized over its member's run", w)
+	}
+
+	// Not allowed to list them (a user with the rights to Jobs and Pods
+	// only): said, and the rest reported.
+	denied := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{bindingResource: "ResourceBindingList"})
+	denied.PrependReactor("list", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(bindingResource.GroupResource(), "", errors.New("no rights"))
+	})
+	env.dynamic = func(string) (dynamic.Interface, error) { return denied, nil }
+	out.Reset()
+	errOut.Reset()
+	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
+		t.Fatalf("forbidden: %v: %s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "not allowed to list them") {
+		t.Errorf("stderr %q does not say the bindings could not be listed", errOut.String())
 	}
 
 	// Not Karmada's API server: no ResourceBindings, no error.

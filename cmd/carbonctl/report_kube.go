@@ -55,21 +55,24 @@ var bindingResource = schema.GroupVersionResource{Group: hold.BindingGroup, Vers
 
 // heldBindings lists the Karmada ResourceBindings of namespace ("" for
 // all) that carbongate held or decided in shadow, as ledger workloads of
-// signal: those of Jobs (hold.Accounted; the others are skipped, saying
-// why). An API server that serves no ResourceBindings (not Karmada's) has
-// none.
+// signal: those the ledger accounts (hold.NotAccounted; the others are
+// skipped, saying why). An API server that serves no ResourceBindings
+// (not Karmada's) has none; one that does not let the user list them says
+// so in skipped.
 func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, sig forecast.Signal) (ws []ledger.Workload, skipped []string, err error) {
 	list, err := dyn.Resource(bindingResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: hold.Label})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, nil, nil
-	}
-	if err != nil {
+	case apierrors.IsForbidden(err):
+		return nil, []string{"Karmada's ResourceBindings: not allowed to list them (" + err.Error() + ")"}, nil
+	case err != nil:
 		return nil, nil, fmt.Errorf("listing ResourceBindings: %w", err)
 	}
 	for i := range list.Items {
 		b := &list.Items[i]
-		if !hold.Accounted(b) {
-			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: not of a Job run in one member cluster: not accounted", b.GetNamespace(), b.GetName()))
+		if why := hold.NotAccounted(b); why != "" {
+			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: not accounted: %s", b.GetNamespace(), b.GetName(), why))
 			continue
 		}
 		w, err := hold.BindingWorkload(b, sig)

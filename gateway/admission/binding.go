@@ -34,8 +34,9 @@ import (
 // binding carbongate cannot place is admitted unchanged with
 // AnnotationUnscheduled saying why: it never blocks a binding.
 
-// bindingOutputs are the annotations only carbongate writes on a binding.
-var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster, AnnotationWeights, AnnotationEvictedFrom)
+// bindingOutputs are the annotations only carbongate writes on a binding
+// (also the power it copies from the workload: the ledger charges it).
+var bindingOutputs = append(slices.Clone(hold.Outputs), AnnotationCluster, AnnotationWeights, AnnotationEvictedFrom, hold.AnnotationPowerWatts)
 
 // decideBinding places a ResourceBinding.
 func (w *Webhook) decideBinding(ctx context.Context, req *admissionv1.AdmissionRequest, requestID string, sched Scheduler) outcome {
@@ -289,9 +290,11 @@ func (w *Webhook) bindingPower(a map[string]string, b binding, region string, wa
 		a[hold.AnnotationPowerWatts] = strconv.FormatFloat(watts, 'f', -1, 64)
 		return watts
 	}
-	r := b.Spec.ReplicaRequirements
-	if r == nil {
-		return 0
+	var r struct {
+		ResourceRequest corev1.ResourceList `json:"resourceRequest"`
+	}
+	if len(b.Spec.ReplicaRequirements) == 0 || json.Unmarshal(b.Spec.ReplicaRequirements, &r) != nil {
+		return 0 // none to size it from (Karmada's schema refuses a bad quantity)
 	}
 	pod := &corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: r.ResourceRequest}}}}
 	watts, ok := w.sizedPower(workload{pod: pod, pods: b.Spec.Replicas}, region)

@@ -138,9 +138,13 @@ func TestBindingShadow(t *testing.T) {
 	if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "trial", Name: "api-deployment"}, a); err != nil {
 		t.Fatalf("signature: %v", err)
 	}
-	for _, evicted := range []string{"", "m2"} {
-		old := bindingObject(t, "trial", "api", threeMembers, a)
-		upd := bindingObject(t, "trial", "api", threeMembers, a)
+	for _, c := range []struct{ evicted, weights string }{{"", ""}, {"m2", ""}, {"", "m1=1,m2=3"}} {
+		evicted, ua := c.evicted, maps.Clone(a)
+		if c.weights != "" { // as if divided: never applied in shadow
+			ua[AnnotationWeights] = c.weights
+		}
+		old := bindingObject(t, "trial", "api", threeMembers, ua)
+		upd := bindingObject(t, "trial", "api", threeMembers, ua)
 		for _, o := range []map[string]any{old, upd} {
 			o["metadata"].(map[string]any)["labels"] = map[string]any{hold.Label: hold.Shadow}
 		}
@@ -150,7 +154,35 @@ func TestBindingShadow(t *testing.T) {
 		var after placed
 		admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &after)
 		if names := after.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 3 || after.Metadata.Annotations[AnnotationCluster] != "m2" || after.Metadata.Annotations[AnnotationEvictedFrom] != "" {
-			t.Errorf("update (evicted from %q): clusterNames %v, cluster %s: want the policy's, the decision kept", evicted, names, after.Metadata.Annotations[AnnotationCluster])
+			t.Errorf("update (evicted from %q, weights %q): clusterNames %v, cluster %s: want the policy's, the decision kept", evicted, c.weights, names, after.Metadata.Annotations[AnnotationCluster])
 		}
+	}
+}
+
+// TestBindingPowerForged: the power on a binding is carbongate's copy of
+// its workload's: one a binding is created with is dropped (the decision
+// sizes it instead), and an update's edit of it is put back.
+func TestBindingPowerForged(t *testing.T) {
+	t.Parallel()
+	a := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}
+	w := bindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, fakeFederation{workloads: map[string]map[string]string{"batch/render": a}})
+	b := jobBinding(t, "batch", "render", threeMembers, 1, map[string]any{"cpu": "1"})
+	b["metadata"].(map[string]any)["annotations"] = map[string]any{hold.AnnotationPowerWatts: "99999"}
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, b, nil), &got)
+	ann := got.Metadata.Annotations
+	if _, forged := ann[hold.AnnotationPowerWatts]; forged || ann[hold.AnnotationEstimatedPower] == "" {
+		t.Fatalf("annotations %v: want the forged power dropped and the binding sized", ann)
+	}
+	old := jobBinding(t, "batch", "render", `{"clusterAffinity":{"clusterNames":["m2"]}}`, 1, nil)
+	old["metadata"].(map[string]any)["annotations"] = ann
+	edited := maps.Clone(ann)
+	edited[hold.AnnotationPowerWatts] = "99999"
+	upd := jobBinding(t, "batch", "render", `{"clusterAffinity":{"clusterNames":["m2"]}}`, 1, nil)
+	upd["metadata"].(map[string]any)["annotations"] = edited
+	var after placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &after)
+	if _, forged := after.Metadata.Annotations[hold.AnnotationPowerWatts]; forged {
+		t.Errorf("annotations %v: the power added by an update was kept", after.Metadata.Annotations)
 	}
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,12 +78,11 @@ type binding struct {
 	Spec     struct {
 		Resource WorkloadRef `json:"resource"`
 		Replicas int32       `json:"replicas"`
-		// ReplicaRequirements are what each replica requests.
-		ReplicaRequirements *struct {
-			ResourceRequest corev1.ResourceList `json:"resourceRequest"`
-		} `json:"replicaRequirements"`
-		Placement  *bindingPlacement `json:"placement"`
-		Suspension *struct {
+		// ReplicaRequirements are what each replica requests, read only
+		// to size a binding that declares no power (bindingPower).
+		ReplicaRequirements json.RawMessage   `json:"replicaRequirements"`
+		Placement           *bindingPlacement `json:"placement"`
+		Suspension          *struct {
 			Scheduling  *bool `json:"scheduling"`
 			Dispatching *bool `json:"dispatching"`
 		} `json:"suspension"`

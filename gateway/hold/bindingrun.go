@@ -13,68 +13,94 @@ import (
 	"github.com/carbongate/carbongate/models/ledger"
 )
 
-// accountedBinding is what the ledger reads of a ResourceBinding: the
-// members it went to and the status Karmada reflects from each.
-type accountedBinding struct {
-	Spec struct {
-		Clusters []struct {
-			Name string `json:"name"`
-		} `json:"clusters"`
-	} `json:"spec"`
-	Status struct {
-		AggregatedStatus []struct {
-			ClusterName string                `json:"clusterName"`
-			Status      *runtime.RawExtension `json:"status"`
-		} `json:"aggregatedStatus"`
-	} `json:"status"`
-}
+// Accounted reports whether the ledger accounts ResourceBinding b
+// (NotAccounted says why not).
+func Accounted(b *unstructured.Unstructured) bool { return NotAccounted(b) == "" }
 
-func readBinding(b *unstructured.Unstructured) (accountedBinding, error) {
-	var ab accountedBinding
-	err := runtime.DefaultUnstructuredConverter.FromUnstructured(b.Object, &ab)
-	return ab, err
-}
-
-// Accounted reports whether the ledger accounts ResourceBinding b: a
-// binding of a batch/v1 Job (a workload that ends) whose replicas are not
-// divided over several members (a run in one zone) and, decided in
-// shadow, that its policy scheduled to one member at most. Deployments and
-// divided Jobs are placed and held, not accounted.
-func Accounted(b *unstructured.Unstructured) bool {
+// NotAccounted says why the ledger does not account ResourceBinding b, ""
+// when it does: a binding of a batch/v1 Job (a workload that ends) whose
+// replicas are not divided over several members (a run in one zone) and
+// that Karmada scheduled to one member at most, the decided one or another
+// whose grid zone the decision recorded (a candidate). Deployments and
+// divided Jobs are placed and held, not accounted; so is a Job its policy
+// ran in several members at once (in shadow, or by a later group of
+// clusterAffinities) or in a member of unknown zone.
+func NotAccounted(b *unstructured.Unstructured) string {
 	str := func(path ...string) string { v, _, _ := unstructured.NestedString(b.Object, path...); return v }
 	if str("spec", "resource", "apiVersion") != "batch/v1" || str("spec", "resource", "kind") != "Job" {
-		return false
+		return "not of a Job (a workload that ends)"
 	}
 	replicas, _, _ := unstructured.NestedInt64(b.Object, "spec", "replicas")
 	if str("spec", "placement", "replicaScheduling", "replicaSchedulingType") == "Divided" && replicas > 1 {
-		return false
+		return "its replicas are divided over several member clusters"
 	}
 	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
-	return Mode(b.GetAnnotations()) != ModeShadow || len(clusters) <= 1
+	if len(clusters) > 1 {
+		return fmt.Sprintf("scheduled to %d member clusters at once", len(clusters))
+	}
+	if _, _, err := ranIn(b); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// ranIn returns the member binding b runs in — the one Karmada scheduled
+// it to, else (not scheduled yet) the decided one — and its grid zone: the
+// decided zone, or that of the candidate naming the member. An error says
+// why the zone is not known.
+func ranIn(b *unstructured.Unstructured) (member string, zone forecast.Zone, err error) {
+	a := b.GetAnnotations()
+	member = a[AnnotationCluster]
+	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
+	if len(clusters) == 1 {
+		if c, ok := clusters[0].(map[string]any); ok {
+			member, _ = c["name"].(string)
+		}
+	}
+	if member == a[AnnotationCluster] {
+		return member, forecast.Zone(a[AnnotationZone]), nil
+	}
+	cs, _, err := ParseCandidates(a)
+	if err != nil {
+		return "", "", err
+	}
+	for _, c := range cs {
+		if c.Cluster == member {
+			return member, forecast.Zone(c.Zone), nil
+		}
+	}
+	return "", "", fmt.Errorf("scheduled to member cluster %s, not the decided %s, whose grid zone the decision did not record", member, a[AnnotationCluster])
 }
 
 // BindingWorkload is a held (or released) ResourceBinding of a Job
 // (Accounted) as the ledger sees it: its decision's annotations (see
 // WorkloadOf: the workload's declared power is copied there when it is
 // placed), its creation its admission, and its run the Job's in the member
-// cluster it was placed in (AnnotationCluster), as Karmada reflects that
-// Job's status into the binding (status.aggregatedStatus: start and
-// completion times, conditions; JobRun). An error says what does not
-// parse.
+// it runs in (ranIn: the decided one, unless Karmada scheduled it to
+// another candidate — by a later group of clusterAffinities, or by its
+// policy in shadow), as Karmada reflects that Job's status into the
+// binding (status.aggregatedStatus: start and completion times,
+// conditions; JobRun). Its run is charged in that member's zone; in
+// shadow that is where it ran as submitted, ledger.Shadow's baseline. An
+// error says what does not parse.
 func BindingWorkload(b *unstructured.Unstructured, sig forecast.Signal) (ledger.Workload, error) {
-	ab, err := readBinding(b)
-	if err != nil {
+	var st struct {
+		Status struct {
+			AggregatedStatus []struct {
+				ClusterName string                `json:"clusterName"`
+				Status      *runtime.RawExtension `json:"status"`
+			} `json:"aggregatedStatus"`
+		} `json:"status"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(b.Object, &st); err != nil {
 		return ledger.Workload{}, fmt.Errorf("reading the binding: %w", err)
 	}
-	a := b.GetAnnotations()
-	member, ranIn := a[AnnotationCluster], ""
-	if Mode(a) == ModeShadow { // it ran where its policy placed it
-		if member, ranIn, err = shadowMember(ab, a); err != nil {
-			return ledger.Workload{}, err
-		}
+	member, zone, err := ranIn(b)
+	if err != nil {
+		return ledger.Workload{}, err
 	}
 	var j batchv1.Job
-	for _, s := range ab.Status.AggregatedStatus {
+	for _, s := range st.Status.AggregatedStatus {
 		if s.ClusterName == member && s.Status != nil && len(s.Status.Raw) > 0 {
 			if err := json.Unmarshal(s.Status.Raw, &j.Status); err != nil {
 				return ledger.Workload{}, fmt.Errorf("status.aggregatedStatus[%s].status: %w", member, err)
@@ -85,32 +111,13 @@ func BindingWorkload(b *unstructured.Unstructured, sig forecast.Signal) (ledger.
 	m := metav1.ObjectMeta{Namespace: b.GetNamespace(), Name: b.GetName(), Annotations: b.GetAnnotations(),
 		CreationTimestamp: b.GetCreationTimestamp(), DeletionTimestamp: b.GetDeletionTimestamp()}
 	w, err := WorkloadOf(BindingKind, m, start, end, sig)
-	if ranIn != "" {
-		w.BaselineZone = forecast.Zone(ranIn) // as submitted: ledger.Shadow's baseline
-	}
-	return w, err
-}
-
-// shadowMember returns the member a binding decided in shadow (annotated
-// a) was scheduled to by its policy and the grid zone of that member (one
-// of the candidates carbongate decided among, or the decided one); none
-// before it is scheduled. An error says why the zone is not known.
-func shadowMember(ab accountedBinding, a map[string]string) (member, zone string, err error) {
-	if len(ab.Spec.Clusters) != 1 {
-		return "", "", nil
-	}
-	member = ab.Spec.Clusters[0].Name
-	if member == a[AnnotationCluster] {
-		return member, a[AnnotationZone], nil
-	}
-	cs, _, err := ParseCandidates(a)
 	if err != nil {
-		return "", "", err
+		return w, err
 	}
-	for _, c := range cs {
-		if c.Cluster == member {
-			return member, c.Zone, nil
-		}
+	if Mode(b.GetAnnotations()) == ModeShadow {
+		w.BaselineZone = zone // ran as submitted there
+	} else {
+		w.Zone = zone // the decided zone, unless it ran elsewhere
 	}
-	return "", "", fmt.Errorf("ran in member cluster %s, whose grid zone carbongate did not record (not a candidate of its decision)", member)
+	return w, nil
 }

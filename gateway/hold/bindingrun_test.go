@@ -1,6 +1,8 @@
 package hold
 
 import (
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +114,41 @@ func TestShadowBindingWorkload(t *testing.T) {
 	b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": "member-pl"}, map[string]any{"name": "member-se"}}
 	if Accounted(b) {
 		t.Error("a shadow binding run in two members is accounted")
+	}
+}
+
+// TestBindingRanElsewhere: a held binding Karmada scheduled to another
+// candidate than the decided member (a later group of clusterAffinities)
+// is charged where it ran; a shadow binding its policy put in the decided
+// member ran as submitted there, its baseline; a member whose zone the
+// decision did not record is not accounted, and says so.
+func TestBindingRanElsewhere(t *testing.T) {
+	t.Parallel()
+	a := map[string]string{AnnotationZone: "SE", AnnotationBaselineZone: "DE", AnnotationCluster: "member-se", AnnotationPowerWatts: "500",
+		AnnotationStart: "2021-06-01T05:00:00Z", AnnotationReleaseBy: "2021-06-01T08:00:00Z",
+		AnnotationCandidates: FormatCandidates([]Candidate{{Zone: "SE", Cluster: "member-se"}, {Zone: "PL", Cluster: "member-pl"}})}
+	run := map[string]any{"startTime": "2021-06-01T05:00:00Z", "completionTime": "2021-06-01T06:00:00Z"}
+	scheduled := func(a map[string]string, member string) *unstructured.Unstructured {
+		b := resourceBinding("batch/v1", "Job", "Duplicated", 1, a, map[string]any{member: run})
+		b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": member}}
+		return b
+	}
+	w, err := BindingWorkload(scheduled(a, "member-pl"), forecast.SignalLifecycle)
+	if err != nil || w.Zone != "PL" || w.BaselineZone != "DE" || w.Started.IsZero() {
+		t.Fatalf("held, ran in member-pl: %+v %v; want charged in PL against DE", w, err)
+	}
+	shadow := maps.Clone(a)
+	shadow[AnnotationShadow] = "true"
+	w, err = BindingWorkload(scheduled(shadow, "member-se"), forecast.SignalLifecycle)
+	if err != nil || w.Zone != "SE" || w.BaselineZone != "SE" {
+		t.Fatalf("shadow, ran in the decided member: %+v %v; want its baseline SE", w, err)
+	}
+	b := scheduled(a, "member-xx")
+	if why := NotAccounted(b); !strings.Contains(why, "member-xx") {
+		t.Errorf("a run in a member of unknown zone: %q", why)
+	}
+	b.Object["spec"].(map[string]any)["clusters"] = []any{map[string]any{"name": "member-pl"}, map[string]any{"name": "member-se"}}
+	if why := NotAccounted(b); !strings.Contains(why, "2 member clusters") {
+		t.Errorf("a run in two members: %q", why)
 	}
 }
