@@ -16,6 +16,7 @@ import (
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/forecast/store/connect"
+	"github.com/carbongate/carbongate/gateway/clock"
 	"github.com/carbongate/carbongate/models/ledger"
 )
 
@@ -26,6 +27,8 @@ const reportTimeout = 5 * time.Minute
 type reportFlags struct {
 	kubeconfig, namespace, zone, from, to string
 	store, data, signal, baseline, output string
+	replayStart, replayAnchor             string
+	replaySpeed                           float64
 }
 
 // reportEnv is what report reaches: a Kubernetes client, a dynamic one
@@ -79,6 +82,9 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 	fs.StringVar(&f.signal, "signal", "lifecycle", "signal the workloads were decided on: lifecycle, direct or marginal")
 	fs.StringVar(&f.baseline, "baseline-zone", "", "zone running at admission would have run in, for every workload; default: the zone each decision's promise ran against (carbongate.io/baseline-zone), else its zone")
 	fs.StringVar(&f.output, "output", "csv", "output format: csv or json")
+	fs.StringVar(&f.replayStart, "replay-start", "", "with --data, the workloads were decided by a carbongate under a replay clock: its --replay-start (RFC 3339), to read the API's wall times in the replay's time")
+	fs.StringVar(&f.replayAnchor, "replay-anchor", "", "with --replay-start, that carbongate's --replay-anchor (RFC 3339): the wall instant its replay read --replay-start")
+	fs.Float64Var(&f.replaySpeed, "replay-speed", 1, "with --replay-start, that carbongate's --replay-speed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,7 +99,7 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 		return err
 	}
 	defer closeObs()
-	ws, skipped, err := env.workloads(ctx, f.kubeconfig, f.namespace, q.signal)
+	ws, skipped, err := env.workloads(ctx, f.kubeconfig, f.namespace, q.signal, q.at)
 	if err != nil {
 		return err
 	}
@@ -122,14 +128,14 @@ func reportWith(ctx context.Context, args []string, stdout, stderr io.Writer, en
 
 // workloads lists what carbongate held or decided in shadow in namespace
 // ("" for all) of the API server of kubeconfig, as ledger workloads of
-// sig: Jobs and Pods, and ResourceBindings of Jobs on Karmada's; skipped
-// says which could not be read and why.
-func (env reportEnv) workloads(ctx context.Context, kubeconfig, namespace string, sig forecast.Signal) ([]ledger.Workload, []string, error) {
+// sig, their times read by at: Jobs and Pods, and ResourceBindings of Jobs
+// on Karmada's; skipped says which could not be read and why.
+func (env reportEnv) workloads(ctx context.Context, kubeconfig, namespace string, sig forecast.Signal, at func(time.Time) time.Time) ([]ledger.Workload, []string, error) {
 	cs, err := env.kube(kubeconfig)
 	if err != nil {
 		return nil, nil, err
 	}
-	ws, skipped, err := heldWorkloads(ctx, cs, namespace, sig)
+	ws, skipped, err := heldWorkloads(ctx, cs, namespace, sig, at)
 	if err != nil || env.dynamic == nil {
 		return ws, skipped, err
 	}
@@ -137,7 +143,7 @@ func (env reportEnv) workloads(ctx context.Context, kubeconfig, namespace string
 	if err != nil {
 		return nil, nil, err
 	}
-	bs, skippedBindings, err := heldBindings(ctx, dyn, namespace, sig)
+	bs, skippedBindings, err := heldBindings(ctx, dyn, namespace, sig, at)
 	return append(ws, bs...), append(skipped, skippedBindings...), err
 }
 
@@ -146,6 +152,7 @@ type reportQuery struct {
 	zone, baseline forecast.Zone
 	from, to       time.Time
 	signal         forecast.Signal
+	at             func(time.Time) time.Time // the API's wall times in the decisions' clock
 }
 
 func (q reportQuery) keep(w ledger.Workload) bool {
@@ -199,7 +206,37 @@ func (f reportFlags) query() (reportQuery, error) {
 			return q, usagef("--store: %s", forecast.ErrorMessage(err))
 		}
 	}
-	return q, nil
+	q.at, err = f.replayAt()
+	return q, err
+}
+
+// replayAt reads the API's wall times in the time of the replay the
+// workloads were decided under (--replay-start, --replay-anchor and
+// --replay-speed: that carbongate's own), as its controller does; the
+// identity without a replay.
+func (f reportFlags) replayAt() (func(time.Time) time.Time, error) {
+	if f.replayStart == "" {
+		if f.replayAnchor != "" || f.replaySpeed != 1 {
+			return nil, usagef("--replay-anchor and --replay-speed need --replay-start")
+		}
+		return func(t time.Time) time.Time { return t }, nil
+	}
+	if f.data == "" || f.replayAnchor == "" {
+		return nil, usagef("--replay-start needs --data (a replay's observations) and --replay-anchor (the wall instant that carbongate's replay read it)")
+	}
+	start, err := time.Parse(time.RFC3339, f.replayStart)
+	if err != nil {
+		return nil, usagef("--replay-start: %v", err)
+	}
+	anchor, err := time.Parse(time.RFC3339Nano, f.replayAnchor)
+	if err != nil {
+		return nil, usagef("--replay-anchor: %v", err)
+	}
+	r, err := clock.NewReplayAnchored(start, anchor, f.replaySpeed, nil)
+	if err != nil {
+		return nil, usagef("--replay-speed: %s", forecast.ErrorMessage(err))
+	}
+	return func(t time.Time) time.Time { return clock.At(r, t) }, nil
 }
 
 // observations opens --store or loads --data.

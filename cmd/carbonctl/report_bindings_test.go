@@ -103,3 +103,38 @@ func TestReportBindings(t *testing.T) {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 }
+
+// TestReportReplay: workloads decided under a replay clock carry the
+// API's wall times; given that replay's start, anchor and speed the
+// report reads them in its time, as the controller does, and charges the
+// replay's observations.
+func TestReportReplay(t *testing.T) {
+	wall := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC) // the replay's anchor
+	replay := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
+	// Admitted at the anchor, ran from 10 s to 30 s after it: at 360
+	// times the wall's speed, 01:00–03:00 of the replay.
+	run := map[string]any{"startTime": wall.Add(10 * time.Second).Format(time.RFC3339), "completionTime": wall.Add(30 * time.Second).Format(time.RFC3339)}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{bindingResource: "ResourceBindingList"}, reportBinding("render-job", "batch/v1", "Job", wall, run))
+	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(), nil },
+		dynamic: func(string) (dynamic.Interface, error) { return dyn, nil }}
+	var out, errOut bytes.Buffer
+	args := []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json",
+		"--replay-start", replay.Format(time.RFC3339), "--replay-anchor", wall.Format(time.RFC3339Nano), "--replay-speed", "360"}
+	if err := reportWith(context.Background(), args, &out, &errOut, env); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	var doc struct {
+		Workloads []map[string]any `json:"workloads"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Workloads) != 1 {
+		t.Fatalf("workloads %v", doc.Workloads)
+	}
+	w := doc.Workloads[0]
+	if w["status"] != string(ledger.Realized) || w["started"] != replay.Add(time.Hour).Format(time.RFC3339) || w["ended"] != replay.Add(3*time.Hour).Format(time.RFC3339) {
+		t.Fatalf("entry %v: want realized over 01:00–03:00 of the replay", w)
+	}
+}

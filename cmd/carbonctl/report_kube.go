@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +18,10 @@ import (
 
 // heldWorkloads lists the Jobs and bare Pods of namespace ("" for all)
 // that carbongate held or decided in shadow (label hold.Label), as ledger
-// workloads of signal (a shadow one as what enforcing would have avoided);
+// workloads of signal, their times read by at (hold.Accountable; a shadow
+// one as what enforcing would have avoided);
 // skipped says which could not be read and why.
-func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace string, sig forecast.Signal) (ws []ledger.Workload, skipped []string, err error) {
+func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace string, sig forecast.Signal, at func(time.Time) time.Time) (ws []ledger.Workload, skipped []string, err error) {
 	opts := metav1.ListOptions{LabelSelector: hold.Label}
 	jobs, err := cs.BatchV1().Jobs(namespace).List(ctx, opts)
 	if err != nil {
@@ -31,7 +33,7 @@ func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace strin
 	}
 	add := func(kind string, m metav1.ObjectMeta, w ledger.Workload, err error) {
 		if err == nil {
-			w, err = hold.Shadowed(w, m.Annotations)
+			w, err = hold.Accountable(w, m.Annotations, at)
 		}
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s %s/%s: %v", kind, m.Namespace, m.Name, err))
@@ -59,7 +61,7 @@ var bindingResource = schema.GroupVersionResource{Group: hold.BindingGroup, Vers
 // skipped, saying why). An API server that serves no ResourceBindings
 // (not Karmada's) has none; one that does not let the user list them says
 // so in skipped.
-func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, sig forecast.Signal) (ws []ledger.Workload, skipped []string, err error) {
+func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, sig forecast.Signal, at func(time.Time) time.Time) (ws []ledger.Workload, skipped []string, err error) {
 	list, err := dyn.Resource(bindingResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: hold.Label})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -77,7 +79,7 @@ func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, 
 		}
 		w, err := hold.BindingWorkload(b, sig)
 		if err == nil {
-			w, err = hold.Shadowed(w, b.GetAnnotations())
+			w, err = hold.Accountable(w, b.GetAnnotations(), at)
 		}
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: %v", b.GetNamespace(), b.GetName(), err))

@@ -142,6 +142,11 @@ func TestReportUsage(t *testing.T) {
 		{"--kubeconfig", "x", "--data", "bundled", "--zone", "D E"},
 		{"--kubeconfig", "x", "--data", "bundled", "--from", "2021-06-02", "--to", "2021-06-01"},
 		{"--kubeconfig", "x", "--data", "bundled", "--from", "June"},
+		{"--kubeconfig", "x", "--data", "bundled", "--replay-start", "2021-06-01T00:00:00Z"},
+		{"--kubeconfig", "x", "--data", "bundled", "--replay-anchor", "2026-12-07T10:00:00Z"},
+		{"--kubeconfig", "x", "--store", "postgres://h/db", "--replay-start", "2021-06-01T00:00:00Z", "--replay-anchor", "2026-12-07T10:00:00Z"},
+		{"--kubeconfig", "x", "--data", "bundled", "--replay-start", "June", "--replay-anchor", "2026-12-07T10:00:00Z"},
+		{"--kubeconfig", "x", "--data", "bundled", "--replay-start", "2021-06-01T00:00:00Z", "--replay-anchor", "2026-12-07T10:00:00Z", "--replay-speed", "0.5"},
 	} {
 		err := reportWith(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}, env)
 		if !isUsage(err) {

@@ -144,8 +144,7 @@ func (r *recorder) credited(obj client.Object) (ledger.Workload, bool) {
 	}
 	// The API's timestamps are wall times; decisions and observations are
 	// in the gateway's clock (a replay's differs).
-	w.AdmittedAt, w.Started, w.Ended = clock.At(r.clock, w.AdmittedAt), clock.At(r.clock, w.Started), clock.At(r.clock, w.Ended)
-	if w, err = hold.Shadowed(w, a); err != nil {
+	if w, err = hold.Accountable(w, a, func(t time.Time) time.Time { return clock.At(r.clock, t) }); err != nil {
 		r.log.Warn("ledger: not accounted", "kind", r.kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err)
 		return ledger.Workload{}, false
 	}

@@ -1,6 +1,10 @@
 package hold
 
-import "github.com/carbongate/carbongate/models/ledger"
+import (
+	"time"
+
+	"github.com/carbongate/carbongate/models/ledger"
+)
 
 // Shadow mode: the webhook decides and annotates a workload as it would
 // hold it (the decision annotations, the provenance, the promised saving)
@@ -34,4 +38,18 @@ func Shadowed(w ledger.Workload, a map[string]string) (ledger.Workload, error) {
 		return ledger.Workload{}, err
 	}
 	return ledger.Shadow(w, d.ReleaseAt()), nil
+}
+
+// Accountable returns w — read from a workload annotated a, its times the
+// API's wall times — as the ledger accounts it: its admission, start and
+// end read in the clock decisions are made in by at (a replay's differs
+// from the wall; zero times stay zero), then Shadowed. An error names the
+// annotation that does not parse.
+func Accountable(w ledger.Workload, a map[string]string, at func(time.Time) time.Time) (ledger.Workload, error) {
+	for _, t := range []*time.Time{&w.AdmittedAt, &w.Started, &w.Ended} {
+		if !t.IsZero() {
+			*t = at(*t)
+		}
+	}
+	return Shadowed(w, a)
 }

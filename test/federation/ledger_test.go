@@ -61,7 +61,8 @@ func testLedger(t *testing.T, f *Federation) {
 		Name: trial, Labels: map[string]string{hold.NamespaceModeLabel: hold.ModeShadow}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	args := append(controllerArgs(t, f, ledgerSpeed), "--replay-start", ledgerStart, "--replay-anchor", time.Now().UTC().Format(time.RFC3339Nano))
+	replay := []string{"--replay-start", ledgerStart, "--replay-anchor", time.Now().UTC().Format(time.RFC3339Nano), "--replay-speed", fmt.Sprint(ledgerSpeed)}
+	args := append(controllerArgs(t, f, ledgerSpeed), replay[:4]...)
 	g := startRegisteredGate(t, f, "carbongate-ledger", args...)
 	signer := keySigner(t, args)
 	annotations := map[string]string{hold.AnnotationDeadline: holdDeadline, hold.AnnotationDuration: "PT1H", hold.AnnotationPowerWatts: "1000"}
@@ -101,7 +102,7 @@ func testLedger(t *testing.T, f *Federation) {
 	if c := g.metric(t, `carbongate_realized_workloads_total{mode="enforce",status="realized",workload_namespace="ledger"}`); c != 1 {
 		t.Errorf("realized workloads counter %v, want 1", c)
 	}
-	reportBinding(t, f, ns, "render-job", b)
+	reportBinding(t, f, ns, "render-job", b, replay)
 
 	sb, got = checkRecord(t, f, signer, trial, "render-job", ran.Name)
 	t.Logf("figures: in shadow, ran in %s; held to its decision (%s) it would have emitted %v g against %v g, avoiding %v g",
@@ -204,14 +205,15 @@ func (f *Federation) zoneOf(t *testing.T, member string, a map[string]string) st
 	return ""
 }
 
-// reportBinding runs carbonctl report on Karmada's API server and checks
-// that it lists binding b of namespace ns: its member's run as the API
-// reports it. That run is in wall time, which the replay's data does not
-// cover: pending (the controller charged it in the replay's clock).
-func reportBinding(t *testing.T, f *Federation, ns, name string, b *unstructured.Unstructured) {
+// reportBinding runs carbonctl report on Karmada's API server, reading
+// the API's wall times in the replay the controller ran (replay: its
+// flags), and checks that it accounts binding b of namespace ns as the
+// controller recorded it: realized, the same grams.
+func reportBinding(t *testing.T, f *Federation, ns, name string, b *unstructured.Unstructured, replay []string) {
 	t.Helper()
 	bin := services.GoBuild(t, "carbonctl")
-	cmd := exec.Command(filepath.Join(bin, "carbonctl"), "report", "--kubeconfig", f.Karmada.Kubeconfig, "--data", "bundled", "--namespace", ns, "--output", "json")
+	args := append([]string{"report", "--kubeconfig", f.Karmada.Kubeconfig, "--data", "bundled", "--namespace", ns, "--output", "json"}, replay...)
+	cmd := exec.Command(filepath.Join(bin, "carbonctl"), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -220,7 +222,8 @@ func reportBinding(t *testing.T, f *Federation, ns, name string, b *unstructured
 	}
 	var doc struct {
 		Workloads []struct {
-			Kind, Name, Zone, Status, Started string
+			Kind, Name, Zone, Status string
+			Avoided                  *float64 `json:"realized_avoided_g"`
 		} `json:"workloads"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
@@ -230,8 +233,13 @@ func reportBinding(t *testing.T, f *Federation, ns, name string, b *unstructured
 		t.Fatalf("report %s, want binding %s alone", out, name)
 	}
 	w := doc.Workloads[0]
-	if w.Kind != hold.BindingKind || w.Name != name || w.Zone != b.GetAnnotations()[hold.AnnotationZone] || w.Started == "" || w.Status != string(ledger.Pending) {
-		t.Fatalf("report entry %+v, want binding %s in %s, started, pending", w, name, b.GetAnnotations()[hold.AnnotationZone])
+	a := b.GetAnnotations()
+	recorded, err := strconv.ParseFloat(a[hold.AnnotationRealizedAvoided], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != hold.BindingKind || w.Name != name || w.Zone != a[hold.AnnotationZone] || w.Status != string(ledger.Realized) || w.Avoided == nil || math.Abs(*w.Avoided-recorded) > 0.01 {
+		t.Fatalf("report entry %+v, want binding %s in %s realized, avoiding the %v g recorded", w, name, a[hold.AnnotationZone], recorded)
 	}
 }
 
