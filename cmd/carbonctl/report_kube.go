@@ -21,7 +21,7 @@ import (
 // workloads of signal, their times read by at (hold.Accountable; a shadow
 // one as what enforcing would have avoided);
 // skipped says which could not be read and why.
-func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace string, sig forecast.Signal, at func(time.Time) time.Time) (ws []ledger.Workload, skipped []string, err error) {
+func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace string, sig forecast.Signal, at func(time.Time) time.Time) ([]ledger.Workload, []string, error) {
 	opts := metav1.ListOptions{LabelSelector: hold.Label}
 	jobs, err := cs.BatchV1().Jobs(namespace).List(ctx, opts)
 	if err != nil {
@@ -31,25 +31,37 @@ func heldWorkloads(ctx context.Context, cs kubernetes.Interface, namespace strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing Pods: %w", err)
 	}
-	add := func(kind string, m metav1.ObjectMeta, w ledger.Workload, err error) {
-		if err == nil {
-			w, err = hold.Accountable(w, m.Annotations, at)
-		}
-		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s %s/%s: %v", kind, m.Namespace, m.Name, err))
-			return
-		}
-		ws = append(ws, w)
-	}
+	c := collected{at: at}
 	for i := range jobs.Items {
 		w, err := hold.JobWorkload(&jobs.Items[i], sig)
-		add("Job", jobs.Items[i].ObjectMeta, w, err)
+		c.add("Job", &jobs.Items[i], w, err)
 	}
 	for i := range pods.Items {
 		w, err := hold.PodWorkload(&pods.Items[i], sig)
-		add("Pod", pods.Items[i].ObjectMeta, w, err)
+		c.add("Pod", &pods.Items[i], w, err)
 	}
-	return ws, skipped, nil
+	return c.ws, c.skipped, nil
+}
+
+// collected are the workloads a report accounts, their times read by at,
+// and those skipped, saying why.
+type collected struct {
+	ws      []ledger.Workload
+	skipped []string
+	at      func(time.Time) time.Time
+}
+
+// add adds w, read from the object kind o (err: why it could not be), as
+// the ledger accounts it (hold.Accountable), or says why not.
+func (c *collected) add(kind string, o metav1.Object, w ledger.Workload, err error) {
+	if err == nil {
+		w, err = hold.Accountable(w, o.GetAnnotations(), c.at)
+	}
+	if err != nil {
+		c.skipped = append(c.skipped, fmt.Sprintf("%s %s/%s: %v", kind, o.GetNamespace(), o.GetName(), err))
+		return
+	}
+	c.ws = append(c.ws, w)
 }
 
 // bindingResource is Karmada's ResourceBindings.
@@ -61,7 +73,7 @@ var bindingResource = schema.GroupVersionResource{Group: hold.BindingGroup, Vers
 // skipped, saying why). An API server that serves no ResourceBindings
 // (not Karmada's) has none; one that does not let the user list them says
 // so in skipped.
-func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, sig forecast.Signal, at func(time.Time) time.Time) (ws []ledger.Workload, skipped []string, err error) {
+func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, sig forecast.Signal, at func(time.Time) time.Time) ([]ledger.Workload, []string, error) {
 	list, err := dyn.Resource(bindingResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: hold.Label})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -71,21 +83,15 @@ func heldBindings(ctx context.Context, dyn dynamic.Interface, namespace string, 
 	case err != nil:
 		return nil, nil, fmt.Errorf("listing ResourceBindings: %w", err)
 	}
+	c := collected{at: at}
 	for i := range list.Items {
 		b := &list.Items[i]
 		if why := hold.NotAccounted(b); why != "" {
-			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: not accounted: %s", b.GetNamespace(), b.GetName(), why))
+			c.skipped = append(c.skipped, fmt.Sprintf("ResourceBinding %s/%s: not accounted: %s", b.GetNamespace(), b.GetName(), why))
 			continue
 		}
 		w, err := hold.BindingWorkload(b, sig)
-		if err == nil {
-			w, err = hold.Accountable(w, b.GetAnnotations(), at)
-		}
-		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("ResourceBinding %s/%s: %v", b.GetNamespace(), b.GetName(), err))
-			continue
-		}
-		ws = append(ws, w)
+		c.add(hold.BindingKind, b, w, err)
 	}
-	return ws, skipped, nil
+	return c.ws, c.skipped, nil
 }

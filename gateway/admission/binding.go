@@ -93,12 +93,8 @@ func sanitizeBinding(req *admissionv1.AdmissionRequest, old metav1.ObjectMeta, s
 		}
 	}
 	// The ledger's record: only the controller's, as for Jobs.
-	recorded := req.Operation == admissionv1.Update && signer != nil &&
-		signer.VerifyRecord(hold.Subject{Kind: BindingKind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
-	if !recorded {
-		for _, k := range hold.Record {
-			s.set("annotations", k, old.Annotations)
-		}
+	if !recordVerified(req, meta.ObjectMeta, signer) {
+		s.restore(hold.Record, old.Annotations)
 	}
 	return s.applied(req.Object.Raw)
 }
@@ -239,10 +235,10 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	}
 	if ws == nil { // a run in one member: its power, for the promise and the ledger
 		watts = w.bindingPower(a, b, m.Region, watts)
-		promise(a, d, watts, win.dur)
 	} else {
-		promise(a, d, 0, win.dur)
+		watts = 0 // divided: no promise in grams
 	}
+	promise(a, d, watts, win.dur)
 	a[AnnotationCluster] = m.Name
 	held := mayWait && !b.suspended()
 	if ws == nil { // for a re-decision while held, and a failover (failover.go)

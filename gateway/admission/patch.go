@@ -104,8 +104,7 @@ func promise(a map[string]string, d gateway.Decision, watts float64, dur time.Du
 	a[hold.AnnotationSavingsPct] = strconv.FormatFloat(*d.SavingsPct, 'f', 1, 64)
 	a[hold.AnnotationBaselineZone] = string(d.Baseline.Zone)
 	if watts > 0 {
-		// W × h / 1000 = kWh; × g/kWh = g.
-		g := watts * dur.Hours() / 1000 * (d.Baseline.Mean - d.Decision.Mean)
+		g := hold.Grams(watts, dur, d.Baseline.Mean-d.Decision.Mean)
 		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g, 'f', 1, 64)
 	}
 }

@@ -61,8 +61,7 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 	if err := json.Unmarshal(req.Object.Raw, &meta); err != nil {
 		return nil, nil, fmt.Sprintf("request.object: %v", err)
 	}
-	recorded := req.Operation == admissionv1.Update && signer != nil &&
-		signer.VerifyRecord(hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
+	recorded := recordVerified(req, meta.ObjectMeta, signer)
 	// The controller moved a hold to a newer forecast's start, re-signed.
 	redecided := req.Operation == admissionv1.Update && signer != nil && old.Labels[hold.Label] == hold.Held && meta.Labels[hold.Label] == hold.Held &&
 		signer.Verify(hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: meta.Name, GenerateName: meta.GenerateName}, meta.Annotations) == nil
@@ -79,9 +78,7 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 		s.get("labels", hold.Label) == hold.Released && !stillHeld(req.Kind.Kind, doc)
 	if !release {
 		s.set("labels", hold.Label, old.Labels)
-		for _, k := range hold.ReleaseStamp {
-			s.set("annotations", k, old.Annotations)
-		}
+		s.restore(hold.ReleaseStamp, old.Annotations)
 	}
 	keep := hold.SignedKeys(meta.Annotations)
 	for _, k := range hold.Outputs {
@@ -90,11 +87,17 @@ func sanitizeWorkload(req *admissionv1.AdmissionRequest, signer *hold.Signer) ([
 		}
 	}
 	if !recorded {
-		for _, k := range hold.Record {
-			s.set("annotations", k, old.Annotations)
-		}
+		s.restore(hold.Record, old.Annotations)
 	}
 	return s.applied(req.Object.Raw)
+}
+
+// recordVerified reports whether req updates an object (metadata meta)
+// whose ledger record (hold.Record) the controller signed for it: the
+// only record the webhook lets an update write.
+func recordVerified(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, signer *hold.Signer) bool {
+	return req.Operation == admissionv1.Update && signer != nil &&
+		signer.VerifyRecord(hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: meta.Name}, meta.Annotations) == nil
 }
 
 // oldMetadata returns the metadata of an UPDATE's old object (empty for
@@ -164,6 +167,14 @@ func (s *outputs) get(field, key string) string {
 	m, _ := s.field(field)
 	v, _ := m[key].(string)
 	return v
+}
+
+// restore sets the annotations keys to their values in want (removing
+// those want lacks).
+func (s *outputs) restore(keys []string, want map[string]string) {
+	for _, k := range keys {
+		s.set("annotations", k, want)
+	}
 }
 
 // set makes metadata[field][key] want[key], or absent when want has none.

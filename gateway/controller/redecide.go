@@ -275,7 +275,7 @@ func repromise(a map[string]string, cur, best forecast.Window, dur time.Duration
 	if err != nil || w == 0 {
 		return 0, false
 	}
-	gain = w / 1000 * dur.Hours() * (cur.Mean - best.Mean) // W × h / 1000 = kWh; × g/kWh = g
+	gain = hold.Grams(w, dur, cur.Mean-best.Mean)
 	if g, err := strconv.ParseFloat(a[hold.AnnotationAvoidedGrams], 64); err == nil && !math.IsNaN(g) && !math.IsInf(g, 0) {
 		a[hold.AnnotationAvoidedGrams] = strconv.FormatFloat(g+gain, 'f', 1, 64)
 	}

@@ -3,6 +3,7 @@ package hold
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,10 +35,6 @@ func NotAccounted(b *unstructured.Unstructured) string {
 	if str("spec", "placement", "replicaScheduling", "replicaSchedulingType") == "Divided" && replicas > 1 {
 		return "its replicas are divided over several member clusters"
 	}
-	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
-	if len(clusters) > 1 {
-		return fmt.Sprintf("scheduled to %d member clusters at once", len(clusters))
-	}
 	if _, _, err := ranIn(b); err != nil {
 		return err.Error()
 	}
@@ -47,12 +44,15 @@ func NotAccounted(b *unstructured.Unstructured) string {
 // ranIn returns the member binding b runs in — the one Karmada scheduled
 // it to, else (not scheduled yet) the decided one — and its grid zone: the
 // decided zone, or that of the candidate naming the member. An error says
-// why the zone is not known.
+// why there is no one member of known zone.
 func ranIn(b *unstructured.Unstructured) (member string, zone forecast.Zone, err error) {
 	a := b.GetAnnotations()
 	member = a[AnnotationCluster]
 	clusters, _, _ := unstructured.NestedSlice(b.Object, "spec", "clusters")
-	if len(clusters) == 1 {
+	switch {
+	case len(clusters) > 1:
+		return "", "", fmt.Errorf("scheduled to %d member clusters at once", len(clusters))
+	case len(clusters) == 1:
 		if c, ok := clusters[0].(map[string]any); ok {
 			member, _ = c["name"].(string)
 		}
@@ -64,10 +64,8 @@ func ranIn(b *unstructured.Unstructured) (member string, zone forecast.Zone, err
 	if err != nil {
 		return "", "", err
 	}
-	for _, c := range cs {
-		if c.Cluster == member {
-			return member, forecast.Zone(c.Zone), nil
-		}
+	if i := slices.IndexFunc(cs, func(c Candidate) bool { return c.Cluster == member }); i >= 0 {
+		return member, forecast.Zone(cs[i].Zone), nil
 	}
 	return "", "", fmt.Errorf("scheduled to member cluster %s, not the decided %s, whose grid zone the decision did not record", member, a[AnnotationCluster])
 }

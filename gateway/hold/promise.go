@@ -22,6 +22,12 @@ func BaselineMean(a map[string]string) (float64, bool) {
 	return p.MeanIntensity / (1 - *p.SavingsPct/100), true
 }
 
+// Grams is what a run of dur at watts emits at an intensity of
+// gPerKWh gCO2eq/kWh — or avoids, at a difference of intensities.
+func Grams(watts float64, dur time.Duration, gPerKWh float64) float64 {
+	return watts * dur.Hours() / 1000 * gPerKWh // W × h / 1000 = kWh; × g/kWh = g
+}
+
 // Repromise sets the promise of the decision annotated a, now to run dur
 // at a forecast intensity of mean (its new place and hours): its saving
 // against the admission's baseline (BaselineMean) in percent
@@ -39,7 +45,7 @@ func Repromise(a map[string]string, mean float64, dur time.Duration) (ok bool) {
 	}
 	a[AnnotationSavingsPct] = strconv.FormatFloat(100*(b-mean)/b, 'f', 1, 64)
 	if w, _, err := Power(a); err == nil && w > 0 {
-		a[AnnotationAvoidedGrams] = strconv.FormatFloat(w/1000*dur.Hours()*(b-mean), 'f', 1, 64) // W × h / 1000 = kWh; × g/kWh = g
+		a[AnnotationAvoidedGrams] = strconv.FormatFloat(Grams(w, dur, b-mean), 'f', 1, 64)
 	}
 	return true
 }
