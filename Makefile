@@ -225,6 +225,12 @@ bench:
 	@echo "controller: 10,000 Jobs held on a real API server, released over a minute (goal: release lag p99 < 1 s; RSS per 1,000 held; CPU while holding)"
 	( KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && export KUBEBUILDER_ASSETS && \
 	$(GO) test -tags interop -run '^$$' -bench '^BenchmarkHeldWorkloads$$' -benchtime 1x -timeout 15m ./test/kube/ | grep -e '^held workloads' -e 'goal missed' ) || echo 'controller: held workloads' >> $(BENCH_MISSED)
+	@echo "federation: 200 Jobs held through Karmada and released at the same second, then the same wave dispatched by Karmada alone (no carbongate), same run (goal: release lag p99 < 2 s)"
+	( KUBEBUILDER_ASSETS=$$(test/setup/kube.sh) && CARBONGATE_NODE_DIR=$$(test/setup/node.sh) && CARBONGATE_KARMADA_DIR=$$(test/setup/karmada.sh) && \
+	export KUBEBUILDER_ASSETS CARBONGATE_NODE_DIR CARBONGATE_KARMADA_DIR && \
+	out=$$($(GO) test -tags interop -count=1 -run '^TestFederation$$/^(HoldingWave|DispatchWave)$$' -v -timeout 15m ./test/federation/ 2>&1); \
+	echo "$$out" | grep -e 'figures: release' -e 'figures: Karmada alone' -e 'goal missed' -e FAIL; \
+	echo "$$out" | grep -q '^ok ' && ! echo "$$out" | grep -q 'goal missed' ) || echo 'federation: release wave' >> $(BENCH_MISSED)
 	( $(GO) run ./cmd/carbonctl train --data bundled --until $(TRAIN_UNTIL) --signal direct --out $(CACHE)/bench-models ) || echo 'models: training' >> $(BENCH_MISSED)
 	( $(GO) run ./cmd/carbonctl evaluate --data bundled --models $(CACHE)/bench-models --from 2021-01-01 --to 2021-06-27 --signal direct --output table ) || echo 'models: accuracy' >> $(BENCH_MISSED)
 	@echo "backfill: 12 zones x 366 daily 96 h forecasts into PostgreSQL and CrateDB vs each one's own COPY of the same rows (goal >= 0.7x)"

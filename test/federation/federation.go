@@ -14,8 +14,10 @@
 package federation
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,6 +168,24 @@ func (f *Federation) WriteFile(name string, content []byte) string {
 		f.tb.Fatal(err)
 	}
 	return p
+}
+
+// CPU is the CPU time each of the federation's processes has used so far,
+// by its command and the part of the federation it serves (the first
+// directory of the state directory its command line names: karmada or a
+// member's name).
+func (f *Federation) CPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, pid := range services.PidsNaming(f.dir + "/") {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		cmd, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || err2 != nil {
+			continue // ended since it was listed
+		}
+		part, _, _ := strings.Cut(string(cmd)[strings.Index(string(cmd), f.dir+"/")+len(f.dir)+1:], "/")
+		out[strings.TrimSpace(string(comm))+" "+part] += services.ProcCPU(f.tb, pid)
+	}
+	return out
 }
 
 // RSSMiB is the resident memory of the federation's processes (those whose

@@ -35,7 +35,9 @@ func TestFederation(t *testing.T) {
 	t.Run("Holding", func(t *testing.T) { testHolding(t, f) })
 	t.Run("Ledger", func(t *testing.T) { testLedger(t, f) })
 	t.Run("RedecideMember", func(t *testing.T) { testRedecideMember(t, f) })
-	t.Run("HoldingWave", func(t *testing.T) { testHoldingWave(t, f) })
+	var wave waveFigures
+	t.Run("HoldingWave", func(t *testing.T) { wave = testHoldingWave(t, f) })
+	t.Run("DispatchWave", func(t *testing.T) { testDispatchWave(t, f, wave) })
 	t.Run("ReleaseTainted", func(t *testing.T) { testReleaseTainted(t, f) })
 	t.Run("Chart", func(t *testing.T) { testChart(t, f) })
 }
