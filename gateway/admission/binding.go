@@ -217,14 +217,15 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 		}
 		return unplaced(raw, w.failed(err, object{}).message)
 	}
-	m, ok := cand.clusters[d.Decision.Zone]
+	key := hold.WorkloadKey(ns, b.Metadata.Name)
+	m, ok := cand.in(d.Decision.Zone, key)
 	if !ok {
 		return unplaced(raw, fmt.Sprintf("carbongate chose zone %s, which is not a candidate", d.Decision.Zone))
 	}
 	var ws []weighted
 	if b.divided() {
 		var why string
-		if ws, why = w.weigh(ctx, sched, b, cand, d, win.dur); why != "" {
+		if ws, why = w.weigh(ctx, sched, b, key, cand, d, win.dur); why != "" {
 			return unplaced(raw, why)
 		}
 	}
@@ -301,13 +302,14 @@ func (w *Webhook) bindingPower(a map[string]string, b binding, region string, wa
 	return watts
 }
 
-// clusterCandidatesOf are the zones of cand with the member cluster each
-// narrows to, as hold.AnnotationCandidates ("" when there is one zone).
+// clusterCandidatesOf are the member clusters of cand with their zones, as
+// hold.AnnotationCandidates ("" when there is one cluster).
 func clusterCandidatesOf(cand clusterCandidates) string {
-	cs := make([]hold.Candidate, 0, len(cand.zones))
+	var cs []hold.Candidate
 	for _, z := range cand.zones {
-		m := cand.clusters[z]
-		cs = append(cs, hold.Candidate{Zone: string(z), Region: m.Region, Cluster: m.Name})
+		for _, m := range cand.members[z] {
+			cs = append(cs, memberCandidate(z, m))
+		}
 	}
 	return hold.FormatCandidates(cs)
 }

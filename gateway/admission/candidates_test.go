@@ -135,7 +135,7 @@ func TestBindingPlaceMoved(t *testing.T) {
 	if err != nil || !ok || len(cs) != 3 {
 		t.Fatalf("candidates %q: %v %v, want three", held[hold.AnnotationCandidates], ok, err)
 	}
-	if c, _ := hold.Find(cs, "GB"); c.Cluster != "m3" || c.Region != "eu-west-2" {
+	if c, _ := hold.Find(cs, "GB", "web/api-deployment", hold.Candidate{}); c.Cluster != "m3" || c.Region != "eu-west-2" {
 		t.Fatalf("GB's candidate %+v, want m3 in eu-west-2", c)
 	}
 	subject := hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}

@@ -59,7 +59,7 @@ func (w *Webhook) failover(ctx context.Context, b binding, ns string, sched Sche
 	var m MemberCluster
 	var to gateway.Placement
 	if err == nil {
-		m, to, err = w.failoverTarget(ctx, b, d, sched)
+		m, to, err = w.failoverTarget(ctx, b, hold.WorkloadKey(ns, b.Metadata.Name), d, sched)
 	}
 	if err != nil {
 		w.wl.failovers.WithLabelValues("waits").Inc()
@@ -80,10 +80,11 @@ func (w *Webhook) failover(ctx context.Context, b binding, ns string, sched Sche
 	return na
 }
 
-// failoverTarget returns the member that binding b, decided under d,
-// fails over to (failover) and its window there; an error says why there
-// is none.
-func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision, sched Scheduler) (MemberCluster, gateway.Placement, error) {
+// failoverTarget returns the member that binding b (key: its
+// hold.WorkloadKey), decided under d, fails over to (failover) and its
+// window there — another member of its zone, when one can take it and the
+// zone is still the cleanest — and an error says why there is none.
+func (w *Webhook) failoverTarget(ctx context.Context, b binding, key string, d hold.Decision, sched Scheduler) (MemberCluster, gateway.Placement, error) {
 	a := b.Metadata.Annotations
 	cs, ok, err := hold.ParseCandidates(a)
 	dur, derr := hold.DecidedDuration(a)
@@ -119,7 +120,7 @@ func (w *Webhook) failoverTarget(ctx context.Context, b binding, d hold.Decision
 	if err != nil {
 		return MemberCluster{}, gateway.Placement{}, fmt.Errorf("asking the gateway: %s", forecast.ErrorMessage(err))
 	}
-	m, found := cand.clusters[dec.Decision.Zone]
+	m, found := cand.in(dec.Decision.Zone, key)
 	if !found {
 		return MemberCluster{}, gateway.Placement{}, fmt.Errorf("carbongate chose zone %s, which is not a candidate", dec.Decision.Zone)
 	}

@@ -97,11 +97,33 @@ type evictionTask struct {
 
 // clusterCandidates are the member clusters a binding may be placed in.
 type clusterCandidates struct {
-	zones    []forecast.Zone                 // distinct grid zones, sorted
-	clusters map[forecast.Zone]MemberCluster // each zone's cluster: the first by name
-	allowed  int                             // clusters the placement allows, with a grid zone or not
-	skipped  []string                        // clusters the placement allows that have no grid zone, and why
-	why      string                          // when zones is empty: why
+	zones   []forecast.Zone                   // distinct grid zones, sorted
+	members map[forecast.Zone][]MemberCluster // each zone's clusters, by name
+	allowed int                               // clusters the placement allows, with a grid zone or not
+	skipped []string                          // clusters the placement allows that have no grid zone, and why
+	why     string                            // when zones is empty: why
+}
+
+// in returns the member cluster of zone z the binding key
+// (hold.WorkloadKey) goes to: of the zone's clusters, equally green, the
+// one hold.Find spreads it to, as the controller does when it moves the
+// binding to a zone; false when z is not a candidate.
+func (c clusterCandidates) in(z forecast.Zone, key string) (MemberCluster, bool) {
+	ms := c.members[z]
+	cs := make([]hold.Candidate, len(ms))
+	for i, m := range ms {
+		cs[i] = memberCandidate(z, m)
+	}
+	to, ok := hold.Find(cs, string(z), key, hold.Candidate{})
+	if !ok {
+		return MemberCluster{}, false
+	}
+	return ms[slices.IndexFunc(ms, func(m MemberCluster) bool { return m.Name == to.Cluster })], true
+}
+
+// memberCandidate is member cluster m of zone z as a hold.Candidate.
+func memberCandidate(z forecast.Zone, m MemberCluster) hold.Candidate {
+	return hold.Candidate{Zone: string(z), Region: m.Region, Cluster: m.Name}
 }
 
 // bindingCandidates returns the clusters of cs that placement p allows, as
@@ -124,7 +146,7 @@ func (w *Webhook) bindingCandidates(p *bindingPlacement, cs []MemberCluster) clu
 // affinityCandidates returns the clusters of cs that affinity a (nil: any)
 // and tolerations allow, each mapped to its grid zone.
 func (w *Webhook) affinityCandidates(a *clusterAffinity, tolerations []corev1.Toleration, cs []MemberCluster) clusterCandidates {
-	c := clusterCandidates{clusters: map[forecast.Zone]MemberCluster{}}
+	c := clusterCandidates{members: map[forecast.Zone][]MemberCluster{}}
 	for _, m := range slices.SortedFunc(slices.Values(cs), func(a, b MemberCluster) int { return strings.Compare(a.Name, b.Name) }) {
 		if !placementAllows(a, tolerations, m) {
 			continue
@@ -135,11 +157,9 @@ func (w *Webhook) affinityCandidates(a *clusterAffinity, tolerations []corev1.To
 			c.skipped = append(c.skipped, fmt.Sprintf("cluster %s is not a candidate: %s", m.Name, why))
 			continue
 		}
-		if _, ok := c.clusters[z]; !ok {
-			c.clusters[z] = m
-		}
+		c.members[z] = append(c.members[z], m)
 	}
-	c.zones = slices.Sorted(maps.Keys(c.clusters))
+	c.zones = slices.Sorted(maps.Keys(c.members))
 	switch {
 	case len(c.zones) > 0:
 	case c.allowed == 0:

@@ -43,7 +43,7 @@ func TestBindingCandidates(t *testing.T) {
 	w := newWebhook(t, &fakeScheduler{}, false, 0)
 	for _, c := range []struct {
 		name, placement string
-		want            map[forecast.Zone]string // zone → cluster
+		want            map[forecast.Zone]string // zone → its clusters, by name, comma-separated
 		why             string                   // substring of why, when none
 	}{
 		{name: "no placement", want: map[forecast.Zone]string{"NL": "m1", "DE": "m2", "GB": "m3"}},
@@ -59,7 +59,7 @@ func TestBindingCandidates(t *testing.T) {
 		{name: "selectors and names are ANDed", placement: `{"clusterAffinity":{"clusterNames":["m1","m3"],"labelSelector":{"matchLabels":{"env":"prod"}}}}`,
 			want: map[forecast.Zone]string{"NL": "m1"}},
 		{name: "tolerated taint", placement: `{"clusterTolerations":[{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]}`,
-			want: map[forecast.Zone]string{"NL": "m1", "DE": "m2", "GB": "m3"}}, // m6 (DE) loses DE to m2 by name
+			want: map[forecast.Zone]string{"NL": "m1", "DE": "m2,m6", "GB": "m3"}}, // m6 is DE's too
 		{name: "tolerated taint only", placement: `{"clusterAffinity":{"clusterNames":["m6"]},"clusterTolerations":[{"key":"dedicated","operator":"Equal","value":"gpu"}]}`,
 			want: map[forecast.Zone]string{"DE": "m6"}},
 		{name: "untolerated taint", placement: `{"clusterAffinity":{"clusterNames":["m6"]}}`, why: "admit no member cluster"},
@@ -90,8 +90,10 @@ func TestBindingCandidates(t *testing.T) {
 			continue
 		}
 		clusters := map[forecast.Zone]string{}
-		for z, m := range got.clusters {
-			clusters[z] = m.Name
+		for z, ms := range got.members {
+			for _, m := range ms {
+				clusters[z] = strings.TrimPrefix(clusters[z]+","+m.Name, ",")
+			}
 		}
 		if !slices.IsSorted(got.zones) || len(got.zones) != len(c.want) || !maps.Equal(clusters, c.want) {
 			t.Errorf("%s: zones %v clusters %v, want %v", c.name, got.zones, clusters, c.want)
@@ -114,8 +116,8 @@ func notReady() []MemberCluster {
 func TestCandidatesNow(t *testing.T) {
 	t.Parallel()
 	w := newWebhook(t, &fakeScheduler{}, false, 0)
-	if got := w.bindingCandidates(nil, notReady()); got.clusters["DE"].Name != "m2" {
-		t.Errorf("candidates %v, want m2 for DE though not Ready", got.clusters)
+	if got := w.bindingCandidates(nil, notReady()); len(got.members["DE"]) != 1 || got.members["DE"][0].Name != "m2" {
+		t.Errorf("candidates %v, want m2 for DE though not Ready", got.members)
 	}
 	names := func(ms []MemberCluster) []string {
 		var n []string

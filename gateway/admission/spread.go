@@ -62,9 +62,10 @@ func (b binding) divided() bool {
 // weigh chooses the clusters of a divided binding decided d (for dur) and
 // their weights, or says why it cannot: the greenest cluster is d's; when
 // the spread constraints need more groups, the forecast of every
-// candidate zone over d's window decides which clusters are added.
-func (w *Webhook) weigh(ctx context.Context, sched Scheduler, b binding, cand clusterCandidates, d gateway.Decision, dur time.Duration) ([]weighted, string) {
-	first := cand.clusters[d.Decision.Zone]
+// candidate zone over d's window decides which clusters are added (in
+// each zone, the cluster clusterCandidates.in gives for key).
+func (w *Webhook) weigh(ctx context.Context, sched Scheduler, b binding, key string, cand clusterCandidates, d gateway.Decision, dur time.Duration) ([]weighted, string) {
+	first, _ := cand.in(d.Decision.Zone, key)
 	cons := b.Spec.Placement.SpreadConstraints
 	if spreadSatisfied(cons, []MemberCluster{first}) {
 		return []weighted{{cluster: first.Name, weight: 1}}, ""
@@ -83,7 +84,7 @@ func (w *Webhook) weigh(ctx context.Context, sched Scheduler, b binding, cand cl
 	slices.SortStableFunc(order, func(x, y forecast.Zone) int { return cmp.Compare(means[x], means[y]) })
 	chosen := []MemberCluster{first}
 	for _, z := range order {
-		m := cand.clusters[z]
+		m, _ := cand.in(z, key)
 		if z == d.Decision.Zone || !addsGroup(cons, chosen, m) {
 			continue
 		}

@@ -54,7 +54,7 @@ func (r *releaser) moveOff(ctx context.Context, obj client.Object, d hold.Decisi
 	}
 	until := from.Add(dur + clock.Span(r.clock, r.redecider.timeout))
 	best, cur, err := r.redecider.compare(ctx, dur, ask{hold.Zones(open), from, until}, ask{[]string{d.Zone}, from, until})
-	to, found := hold.Find(open, string(best.Zone))
+	to, found := hold.Find(open, string(best.Zone), hold.WorkloadKey(obj.GetNamespace(), obj.GetName()), pl.from)
 	if err == nil && !found {
 		err = fmt.Errorf("the gateway chose zone %s, not one of %v", best.Zone, hold.Zones(open))
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/hold"
@@ -29,6 +31,22 @@ func memberCluster(name string, ready bool, taints ...any) *unstructured.Unstruc
 	c.Object["spec"] = map[string]any{"taints": taints}
 	c.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}}
 	return c
+}
+
+// releaseMembers reconciles binding ns/w held in c at start with a
+// binding releaser over a gateway ranking NL (400), GB (500), DE (600)
+// gCO2eq/kWh, and returns it with its events.
+func releaseMembers(t *testing.T, c client.Client, start time.Time) (*releaser, *record.FakeRecorder) {
+	t.Helper()
+	rec := record.NewFakeRecorder(10)
+	r := bindingReleaser(0)
+	r.deps = deps{client: c, nodes: c, clock: fixedClock(start), events: rec, metrics: newMetrics(nil), log: slog.New(slog.DiscardHandler), signer: placeSigner}
+	r.redecider = &redecider{sched: &meanScheduler{means: map[forecast.Zone]float64{"NL": 400, "GB": 500, "DE": 600}},
+		gain: DefaultRedecideGain, timeout: time.Second, asked: map[string]time.Time{}}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "w"}}); err != nil {
+		t.Fatal(err)
+	}
+	return r, rec
 }
 
 // TestMoveOffUnavailableMember: a binding held in member m1 (NL, the
@@ -59,14 +77,7 @@ func TestMoveOffUnavailableMember(t *testing.T) {
 		b := heldBinding(a, map[string]any{"suspension": map[string]any{"scheduling": true},
 			"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{"m1"}}}})
 		c := newFake().WithObjects(b, memberCluster("m1", tc.m1), memberCluster("m2", tc.m2), memberCluster("m3", true, maintenance)).Build()
-		rec := record.NewFakeRecorder(10)
-		r := bindingReleaser(0)
-		r.deps = deps{client: c, nodes: c, clock: fixedClock(d.Start), events: rec, metrics: newMetrics(nil), log: slog.New(slog.DiscardHandler), signer: placeSigner}
-		r.redecider = &redecider{sched: &meanScheduler{means: map[forecast.Zone]float64{"NL": 400, "GB": 500, "DE": 600}},
-			gain: DefaultRedecideGain, timeout: time.Second, asked: map[string]time.Time{}}
-		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "w"}}); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		r, rec := releaseMembers(t, c, d.Start)
 		got := newBinding()
 		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "w"}, got); err != nil {
 			t.Fatal(err)
@@ -144,5 +155,46 @@ func TestMoveOffUnavailableRegion(t *testing.T) {
 	if len(events) != 2 || !strings.Contains(events[0], "MovedOff no node of region westeurope can take its pods now (we: taint node.kubernetes.io/not-ready:NoSchedule)") ||
 		!strings.Contains(events[0], "GB (uksouth)") || !strings.Contains(events[1], "Released") {
 		t.Errorf("events %q, want MovedOff to GB (uksouth), then Released", events)
+	}
+}
+
+// TestMoveOffWithinZone: a binding held in m1 whose zone (NL, the
+// cleanest) has a second candidate member, m7, is moved there when m1 is
+// not Ready at its release: the same zone, so its decision's zone and its
+// promise stay; and a binding held in m7 is recognised as pinned there
+// (its place is m7's, not m1's: a re-decision keeping NL keeps m7).
+func TestMoveOffWithinZone(t *testing.T) {
+	t.Parallel()
+	d, a := heldAnnotations(hold.BindingKind, false, true)
+	cs := append(slices.Clone(threeZones), hold.Candidate{Zone: "NL", Region: "westeurope", Cluster: "m7"})
+	a[hold.AnnotationCandidates] = hold.FormatCandidates(cs)
+	a[hold.AnnotationPowerWatts], a[hold.AnnotationAvoidedGrams] = "1000", "425.0"
+	a[hold.AnnotationSignature] = placeSigner.Sign(hold.Subject{Kind: hold.BindingKind, Namespace: "ns", Name: "w"}, a)
+	b := heldBinding(a, map[string]any{"suspension": map[string]any{"scheduling": true},
+		"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{"m1"}}}})
+	c := newFake().WithObjects(b, memberCluster("m1", false), memberCluster("m2", true), memberCluster("m3", true), memberCluster("m7", true)).Build()
+	r, _ := releaseMembers(t, c, d.Start)
+	got := newBinding()
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "w"}, got); err != nil {
+		t.Fatal(err)
+	}
+	ga := got.GetAnnotations()
+	names, _, _ := unstructured.NestedStringSlice(got.Object, clusterNamesPath...)
+	if got.GetLabels()[hold.Label] != hold.Released || !slices.Equal(names, []string{"m7"}) || ga[hold.AnnotationCluster] != "m7" ||
+		ga[hold.AnnotationZone] != "NL" || ga[hold.AnnotationAvoidedGrams] != "425.0" {
+		t.Errorf("label %s, clusterNames %v, cluster %s, zone %s, avoided %s g; want released in m7, NL, 425.0 g",
+			got.GetLabels()[hold.Label], names, ga[hold.AnnotationCluster], ga[hold.AnnotationZone], ga[hold.AnnotationAvoidedGrams])
+	}
+	if err := placeSigner.Verify(subjectOf(r.kind, got), ga); err != nil {
+		t.Errorf("the decision after: %v", err)
+	}
+
+	pinned := maps.Clone(a)
+	pinned[hold.AnnotationCluster] = "m7"
+	pinned[hold.AnnotationSignature] = placeSigner.Sign(hold.Subject{Kind: hold.BindingKind, Namespace: "ns", Name: "w"}, pinned)
+	pb := heldBinding(pinned, map[string]any{"suspension": map[string]any{"scheduling": true},
+		"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{"m7"}}}})
+	if pl := r.places(pb, d); pl.from.Cluster != "m7" || len(pl.candidates) != 4 {
+		t.Errorf("places of a binding held in m7: from %+v, %d candidates; want m7 among 4", pl.from, len(pl.candidates))
 	}
 }

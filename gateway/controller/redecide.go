@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -169,11 +170,13 @@ func (r *releaser) places(obj client.Object, d hold.Decision) places {
 	if !ok || err != nil {
 		return only
 	}
-	from, ok := hold.Find(cs, d.Zone)
-	if !ok || from.Region != d.Region || !r.place.pinned(obj, from) {
+	i := slices.IndexFunc(cs, func(c hold.Candidate) bool {
+		return c.Zone == d.Zone && c.Region == d.Region && r.place.pinned(obj, c)
+	})
+	if i < 0 {
 		return only
 	}
-	return places{candidates: cs, from: from}
+	return places{candidates: cs, from: cs[i]}
 }
 
 // The kinds of move, for the redecisions counter.
@@ -188,7 +191,7 @@ const (
 // patch, and counts it.
 func (r *releaser) move(ctx context.Context, obj client.Object, d hold.Decision, pl places, cur, best forecast.Window, dur time.Duration) hold.Decision {
 	share, ok := better(cur, best, d.ReleaseBy, r.redecider.gain)
-	to, found := hold.Find(pl.candidates, string(best.Zone))
+	to, found := hold.Find(pl.candidates, string(best.Zone), hold.WorkloadKey(obj.GetNamespace(), obj.GetName()), pl.from)
 	if !ok || !found {
 		r.metrics.redecisions.WithLabelValues(r.kind, "kept", "").Inc()
 		return d

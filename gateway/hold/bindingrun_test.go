@@ -119,7 +119,8 @@ func TestShadowBindingWorkload(t *testing.T) {
 
 // TestBindingRanElsewhere: a held binding Karmada scheduled to another
 // candidate than the decided member (a later group of clusterAffinities)
-// is charged where it ran; a shadow binding its policy put in the decided
+// is charged where it ran (also another member of the decided zone); a
+// shadow binding its policy put in the decided
 // member ran as submitted there, its baseline; a member whose zone the
 // decision did not record is not accounted, and says so.
 func TestBindingRanElsewhere(t *testing.T) {
@@ -142,6 +143,12 @@ func TestBindingRanElsewhere(t *testing.T) {
 	w, err = BindingWorkload(scheduled(shadow, "member-se"), forecast.SignalLifecycle)
 	if err != nil || w.Zone != "SE" || w.BaselineZone != "SE" {
 		t.Fatalf("shadow, ran in the decided member: %+v %v; want its baseline SE", w, err)
+	}
+	sameZone := maps.Clone(a)
+	sameZone[AnnotationCandidates] = FormatCandidates([]Candidate{{Zone: "SE", Cluster: "member-se"}, {Zone: "SE", Cluster: "member-se2"}, {Zone: "PL", Cluster: "member-pl"}})
+	w, err = BindingWorkload(scheduled(sameZone, "member-se2"), forecast.SignalLifecycle)
+	if err != nil || w.Zone != "SE" || w.BaselineZone != "DE" {
+		t.Fatalf("held, ran in the other member of its zone: %+v %v; want charged in SE against DE", w, err)
 	}
 	b := scheduled(a, "member-xx")
 	if why := NotAccounted(b); !strings.Contains(why, "member-xx") {

@@ -1,15 +1,17 @@
 package hold
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 )
 
 // AnnotationCandidates lists the places the webhook decided among — each
-// grid zone with the region (Jobs) or member cluster (bindings) it pins to
-// — for the controller to re-decide the place as well as the time while
+// grid zone with the region a Job's pods are pinned to, or every member
+// cluster a binding's placement allows with its zone — for the controller to re-decide the place as well as the time while
 // nothing has started: a held Job (its pod template's scheduling
 // directives stay mutable while it is suspended and never started) and a
 // binding whose scheduling is held (hold.BindingSuspension: scheduled in
@@ -35,13 +37,15 @@ type Candidate struct {
 }
 
 // FormatCandidates returns cs as the value of AnnotationCandidates, sorted
-// by zone; "" when there are fewer than two (nothing to move between) or
-// more than MaxCandidates.
+// by zone (then cluster); "" when there are fewer than two (nothing to
+// move between) or more than MaxCandidates.
 func FormatCandidates(cs []Candidate) string {
 	if len(cs) < 2 || len(cs) > MaxCandidates {
 		return ""
 	}
-	cs = slices.SortedFunc(slices.Values(cs), func(a, b Candidate) int { return strings.Compare(a.Zone, b.Zone) })
+	cs = slices.SortedFunc(slices.Values(cs), func(a, b Candidate) int {
+		return cmp.Or(strings.Compare(a.Zone, b.Zone), strings.Compare(a.Cluster, b.Cluster))
+	})
 	b, err := json.Marshal(cs)
 	if err != nil { // strings only: cannot happen
 		return ""
@@ -50,7 +54,10 @@ func FormatCandidates(cs []Candidate) string {
 }
 
 // ParseCandidates reads AnnotationCandidates of a: ok is false when it is
-// absent; an error says it is malformed (no zone, a zone twice).
+// absent; an error says it is malformed (no zone; a region's zone twice;
+// a member cluster twice). A zone may have several member clusters
+// (bindings: every member the placement allows is a candidate), but one
+// region at most (Jobs: one region stands for its zone).
 func ParseCandidates(a map[string]string) (cs []Candidate, ok bool, err error) {
 	v, ok := a[AnnotationCandidates]
 	if !ok {
@@ -61,28 +68,74 @@ func ParseCandidates(a map[string]string) (cs []Candidate, ok bool, err error) {
 	}
 	seen := map[string]bool{}
 	for _, c := range cs {
-		if c.Zone == "" || seen[c.Zone] {
-			return nil, true, fmt.Errorf("annotation %s: zone %q empty or listed twice", AnnotationCandidates, c.Zone)
+		key := "cluster " + c.Cluster
+		if c.Cluster == "" {
+			key = "zone " + c.Zone
 		}
-		seen[c.Zone] = true
+		if c.Zone == "" || seen[key] {
+			return nil, true, fmt.Errorf("annotation %s: zone %q empty, or %s listed twice", AnnotationCandidates, c.Zone, key)
+		}
+		seen[key] = true
 	}
 	return cs, true, nil
 }
 
-// Zones returns the zones of cs, in order.
+// Zones returns the distinct zones of cs, in order.
 func Zones(cs []Candidate) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.Zone
+	var out []string
+	for _, c := range cs {
+		if !slices.Contains(out, c.Zone) {
+			out = append(out, c.Zone)
+		}
 	}
 	return out
 }
 
-// Find returns the candidate of zone in cs.
-func Find(cs []Candidate, zone string) (Candidate, bool) {
-	i := slices.IndexFunc(cs, func(c Candidate) bool { return c.Zone == zone })
-	if i < 0 {
-		return Candidate{}, false
+// Find returns the candidate of zone in cs for the workload key
+// (WorkloadKey): from when it is of that zone (a workload keeps its
+// place); else, of the zone's candidates, the one of highest spreadHash
+// for key.
+func Find(cs []Candidate, zone, key string, from Candidate) (Candidate, bool) {
+	var best Candidate
+	var bestHash uint64
+	found := false
+	for _, c := range cs {
+		if c.Zone != zone {
+			continue
+		}
+		if c == from {
+			return c, true
+		}
+		if h := spreadHash(key, c); !found || h > bestHash {
+			best, bestHash, found = c, h, true
+		}
 	}
-	return cs[i], true
+	return best, found
+}
+
+// WorkloadKey is the key Find spreads a workload by.
+func WorkloadKey(namespace, name string) string { return namespace + "/" + name }
+
+// spreadHash is the rendezvous hash of workload key and candidate c, by
+// which Find picks among equivalent places (places of one grid zone): the
+// workloads decided for a zone spread evenly over its places, each always
+// to the same one, and removing a place moves only the workloads it had.
+func spreadHash(key string, c Candidate) uint64 {
+	h := fnv.New64a()
+	for _, s := range []string{key, c.Cluster, c.Region} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return mix(h.Sum64())
+}
+
+// mix is MurmurHash3's 64-bit finalizer: FNV alone leaves the hashes of
+// names that differ in their last bytes too close to spread evenly.
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }

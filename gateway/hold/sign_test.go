@@ -2,6 +2,7 @@ package hold
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -148,10 +149,10 @@ func TestCandidates(t *testing.T) {
 	if err != nil || !ok || len(got) != 2 || got[0].Zone != "PL" || got[1].Region != "swedencentral" {
 		t.Fatalf("ParseCandidates(%s) = %v %v %v, want PL then SE", v, got, ok, err)
 	}
-	if c, ok := Find(got, "SE"); !ok || c.Region != "swedencentral" {
+	if c, ok := Find(got, "SE", "ns/a", Candidate{}); !ok || c.Region != "swedencentral" {
 		t.Errorf("Find SE = %v %v", c, ok)
 	}
-	if _, ok := Find(got, "DE"); ok {
+	if _, ok := Find(got, "DE", "ns/a", Candidate{}); ok {
 		t.Error("Find DE found one")
 	}
 	if FormatCandidates(cs[:1]) != "" {
@@ -160,9 +161,51 @@ func TestCandidates(t *testing.T) {
 	if _, ok, err := ParseCandidates(map[string]string{}); ok || err != nil {
 		t.Errorf("absent: ok %v err %v", ok, err)
 	}
-	for _, bad := range []string{"not json", `[{"zone":""}]`, `[{"zone":"SE"},{"zone":"SE"}]`, `{}`} {
+	for _, bad := range []string{"not json", `[{"zone":""}]`, `[{"zone":"SE"},{"zone":"SE"}]`, `{}`,
+		`[{"zone":"SE","region":"a"},{"zone":"SE","region":"b"}]`, `[{"zone":"SE","cluster":"m1"},{"zone":"PL","cluster":"m1"}]`} {
 		if _, _, err := ParseCandidates(map[string]string{AnnotationCandidates: bad}); err == nil {
 			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// TestCandidatesOfOneZone: a zone may have several member clusters; Find
+// keeps a workload where it is pinned when that is of the zone, and
+// otherwise spreads workloads over the zone's clusters, each always to the
+// same one, and removing a cluster moves only the workloads it had.
+func TestCandidatesOfOneZone(t *testing.T) {
+	t.Parallel()
+	cs := []Candidate{{Zone: "SE", Cluster: "se-b"}, {Zone: "PL", Cluster: "pl"}, {Zone: "SE", Cluster: "se-a"}, {Zone: "SE", Cluster: "se-c"}}
+	v := FormatCandidates(cs)
+	got, ok, err := ParseCandidates(map[string]string{AnnotationCandidates: v})
+	if err != nil || !ok || len(got) != 4 {
+		t.Fatalf("ParseCandidates(%s) = %v %v %v", v, got, ok, err)
+	}
+	if want := []string{"pl", "se-a", "se-b", "se-c"}; !slices.Equal([]string{got[0].Cluster, got[1].Cluster, got[2].Cluster, got[3].Cluster}, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	if z := Zones(got); !slices.Equal(z, []string{"PL", "SE"}) {
+		t.Errorf("Zones = %v, want PL SE once each", z)
+	}
+	if c, _ := Find(got, "SE", "ns/x", Candidate{Zone: "SE", Cluster: "se-c"}); c.Cluster != "se-c" {
+		t.Errorf("Find from se-c = %v, want it kept", c)
+	}
+	count := map[string]int{}
+	without := slices.DeleteFunc(slices.Clone(got), func(c Candidate) bool { return c.Cluster == "se-b" })
+	for i := range 3000 {
+		key := WorkloadKey("ns", fmt.Sprintf("job-%d", i))
+		c, ok := Find(got, "SE", key, Candidate{Zone: "PL", Cluster: "pl"})
+		if again, _ := Find(got, "SE", key, Candidate{}); !ok || c.Zone != "SE" || again != c {
+			t.Fatalf("Find(%s) = %v %v, then %v", key, c, ok, again)
+		}
+		count[c.Cluster]++
+		if d, _ := Find(without, "SE", key, Candidate{}); c.Cluster != "se-b" && d != c {
+			t.Fatalf("%s moved from %s to %s when se-b went", key, c.Cluster, d.Cluster)
+		}
+	}
+	for _, n := range []string{"se-a", "se-b", "se-c"} {
+		if count[n] < 900 || count[n] > 1100 {
+			t.Errorf("%s got %d of 3000 workloads, want about 1000 (%v)", n, count[n], count)
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/carbongate/carbongate/forecast"
+	"github.com/carbongate/carbongate/gateway/hold"
+)
+
+// twoInNL is members() with m7, a second member cluster in m1's region
+// (grid zone NL).
+func twoInNL() []MemberCluster {
+	return append(members(), MemberCluster{Name: "m7", Provider: "azure", Region: "westeurope"})
+}
+
+// sameZonePlacement allows m1, m7 (NL), m2 (DE) and m3 (GB).
+const sameZonePlacement = `{"clusterAffinity":{"clusterNames":["m1","m2","m3","m7"]},"replicaScheduling":{"replicaSchedulingType":"Duplicated"}}`
+
+// TestBindingsOfOneZone: bindings decided for a zone of two member
+// clusters are spread over both (each narrowed to one, the same on every
+// admission of it), and each records every member its placement allows as
+// a candidate, with its zone, signed.
+func TestBindingsOfOneZone(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	fed := fakeFederation{clusters: twoInNL(), workloads: map[string]map[string]string{}}
+	for i := range n {
+		fed.workloads[fmt.Sprintf("web/api-%d", i)] = map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}
+	}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}, Bindings{Federation: fed})
+	count := map[string]int{}
+	for i := range n {
+		var got placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", fmt.Sprintf("api-%d", i), sameZonePlacement, nil), nil), &got)
+		a := got.Metadata.Annotations
+		member := a[AnnotationCluster]
+		if names := got.Spec.Placement.ClusterAffinity.ClusterNames; a[hold.AnnotationZone] != "NL" || len(names) != 1 || names[0] != member {
+			t.Fatalf("api-%d: zone %s, cluster %s, clusterNames %v; want NL, narrowed to its cluster", i, a[hold.AnnotationZone], member, names)
+		}
+		count[member]++
+		cs, ok, err := hold.ParseCandidates(a)
+		var clusters []string
+		for _, c := range cs {
+			clusters = append(clusters, c.Zone+":"+c.Cluster)
+		}
+		if err != nil || !ok || !slices.Equal(clusters, []string{"DE:m2", "GB:m3", "NL:m1", "NL:m7"}) {
+			t.Fatalf("api-%d: candidates %v (%v %v), want every member allowed with its zone", i, clusters, ok, err)
+		}
+		if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "web", Name: fmt.Sprintf("api-%d-deployment", i)}, a); err != nil {
+			t.Fatalf("api-%d: %v", i, err)
+		}
+		var again placed
+		admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", fmt.Sprintf("api-%d", i), sameZonePlacement, nil), nil), &again)
+		if again.Metadata.Annotations[AnnotationCluster] != member {
+			t.Fatalf("api-%d: placed in %s, then in %s", i, member, again.Metadata.Annotations[AnnotationCluster])
+		}
+	}
+	if count["m1"] < n/4 || count["m7"] < n/4 || count["m1"]+count["m7"] != n {
+		t.Errorf("bindings by member %v, want the %d spread over m1 and m7", count, n)
+	}
+}
+
+// TestFailoverWithinZone: a binding Karmada evicts from its member goes to
+// the other member of its zone when that zone is still the cleanest: its
+// decision's zone and promise stay, the member it left is recorded.
+func TestFailoverWithinZone(t *testing.T) {
+	t.Parallel()
+	fed := fakeFederation{clusters: twoInNL(), workloads: map[string]map[string]string{
+		"web/api": {hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT3H"}}}
+	w := newBindingHook(t, &fakeScheduler{ranking: []forecast.Zone{"NL", "GB", "DE"}}, Bindings{Federation: fed})
+	var created placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, bindingObject(t, "web", "api", sameZonePlacement, nil), nil), &created)
+	a := created.Metadata.Annotations
+	from := a[AnnotationCluster]
+	sibling := map[string]string{"m1": "m7", "m7": "m1"}[from]
+	if sibling == "" {
+		t.Fatalf("placed in %q, want m1 or m7", from)
+	}
+	narrowed := fmt.Sprintf(`{"clusterAffinity":{"clusterNames":[%q]},"replicaScheduling":{"replicaSchedulingType":"Duplicated"}}`, from)
+	old := bindingObject(t, "web", "api", narrowed, a)
+	upd := bindingObject(t, "web", "api", narrowed, a)
+	upd["spec"].(map[string]any)["gracefulEvictionTasks"] = []any{map[string]any{"fromCluster": from, "reason": "TaintUntolerated"}}
+	var got placed
+	admitInto(t, w, bindingRequest(t, admissionv1.Update, upd, old), &got)
+	ga := got.Metadata.Annotations
+	if names := got.Spec.Placement.ClusterAffinity.ClusterNames; len(names) != 1 || names[0] != sibling || ga[AnnotationCluster] != sibling {
+		t.Fatalf("clusterNames %v, cluster %s; want %s, the other member of NL", names, ga[AnnotationCluster], sibling)
+	}
+	if ga[hold.AnnotationZone] != "NL" || ga[AnnotationEvictedFrom] != from {
+		t.Errorf("zone %s, evicted-from %q; want NL, %s", ga[hold.AnnotationZone], ga[AnnotationEvictedFrom], from)
+	}
+	if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}, ga); err != nil {
+		t.Errorf("moved decision: %v", err)
+	}
+}
