@@ -16,10 +16,22 @@ import (
 
 // candidates are the regions a workload may be placed in.
 type candidates struct {
-	zones   []forecast.Zone          // distinct grid zones of regions, sorted
-	reps    map[forecast.Zone]string // each zone's representative region: the first by name
-	regions []string                 // the regions the pod may run in
-	why     string                   // when zones is empty: why
+	zones   []forecast.Zone            // distinct grid zones of regions, sorted
+	inZone  map[forecast.Zone][]string // each zone's regions, by name
+	regions []string                   // the regions the pod may run in
+	why     string                     // when zones is empty: why
+}
+
+// rep returns the region of zone z a workload key (hold.WorkloadKey) is
+// pinned to: of the zone's regions, equally green, the one hold.Find
+// spreads it to ("" when z has none).
+func (c candidates) rep(z forecast.Zone, key string) string {
+	var cs []hold.Candidate
+	for _, r := range c.inZone[z] {
+		cs = append(cs, hold.Candidate{Zone: string(z), Region: r})
+	}
+	to, _ := hold.Find(cs, string(z), key, hold.Candidate{})
+	return to.Region
 }
 
 // workloadCandidates returns the regions the pod spec ps may run in: the
@@ -35,15 +47,13 @@ func (w *Webhook) workloadCandidates(ps *corev1.PodSpec) candidates {
 	if !labelled && wc.Region != "" {
 		names = []string{wc.Region}
 	}
-	c := candidates{reps: map[forecast.Zone]string{}, regions: names}
+	c := candidates{inZone: map[forecast.Zone][]string{}, regions: names}
 	for _, name := range slices.Sorted(slices.Values(names)) {
 		if z := w.zoneOf(name); z != "" {
-			if _, ok := c.reps[z]; !ok {
-				c.reps[z] = name
-			}
+			c.inZone[z] = append(c.inZone[z], name)
 		}
 	}
-	c.zones = slices.Sorted(maps.Keys(c.reps))
+	c.zones = slices.Sorted(maps.Keys(c.inZone))
 	switch {
 	case len(c.zones) > 0:
 	case !labelled:

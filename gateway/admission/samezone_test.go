@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/hold"
@@ -96,5 +97,34 @@ func TestFailoverWithinZone(t *testing.T) {
 	}
 	if err := testSigner.Verify(hold.Subject{Kind: BindingKind, Namespace: "web", Name: "api-deployment"}, ga); err != nil {
 		t.Errorf("moved decision: %v", err)
+	}
+}
+
+// TestJobsOfOneZone: Jobs decided for a zone of two node regions
+// (germanywc and germanyn, both DE) are pinned to one or the other, spread
+// over both, each recording the region it is pinned to as its zone's
+// candidate.
+func TestJobsOfOneZone(t *testing.T) {
+	t.Parallel()
+	w := workloadHook(t, &fakeScheduler{ranking: []forecast.Zone{"DE"}}, fakeCluster{regions: []string{"germanywc", "germanyn", "westeurope"}, ns: optedIn()}, "")
+	count := map[string]int{}
+	for i := range 40 {
+		j := job("batch", nil, false)
+		j.Name = fmt.Sprintf("train-%d", i)
+		var held batchv1.Job
+		admitInto(t, w, workloadRequest(t, admissionv1.Create, j, nil), &held)
+		region := held.Annotations[hold.AnnotationRegion]
+		count[region]++
+		cs, ok, err := hold.ParseCandidates(held.Annotations)
+		if c, found := hold.Find(cs, "DE", "", hold.Candidate{}); err != nil || !ok || !found || c.Region != region || len(cs) != 2 {
+			t.Fatalf("%s: pinned to %s, candidates %v (%v %v); want its region as DE's candidate, and NL's", j.Name, region, cs, ok, err)
+		}
+		terms := held.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		if last := terms[0].MatchExpressions[len(terms[0].MatchExpressions)-1]; !slices.Equal(last.Values, []string{region}) {
+			t.Fatalf("%s: pinned by %+v, want region In [%s]", j.Name, last, region)
+		}
+	}
+	if count["germanywc"] < 10 || count["germanyn"] < 10 || count["germanywc"]+count["germanyn"] != 40 {
+		t.Errorf("Jobs by region %v, want the 40 spread over germanywc and germanyn", count)
 	}
 }

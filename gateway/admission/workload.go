@@ -152,7 +152,8 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 		}
 		return unplaced(raw, w.failed(err, object{}).message)
 	}
-	region := cand.reps[d.Decision.Zone]
+	key := hold.WorkloadKey(subject.Namespace, subject.Name)
+	region := cand.rep(d.Decision.Zone, key)
 	estimated := false
 	if watts == 0 {
 		watts, estimated = w.sizedPower(wl, region)
@@ -175,7 +176,7 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 	promise(a, d, watts, dur)
 	pinned := len(cand.regions) > 1 && region != ""
 	if pinned && wl.movable {
-		if c := regionCandidates(cand); c != "" {
+		if c := regionCandidates(cand, key); c != "" {
 			a[hold.AnnotationCandidates] = c
 		}
 	}
@@ -190,12 +191,13 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 	return p.outcome()
 }
 
-// regionCandidates are the zones of cand with the region each pins to, as
-// hold.AnnotationCandidates ("" when there is one zone).
-func regionCandidates(cand candidates) string {
+// regionCandidates are the zones of cand with the region each pins the
+// workload key to (candidates.rep), as hold.AnnotationCandidates ("" when
+// there is one zone).
+func regionCandidates(cand candidates, key string) string {
 	cs := make([]hold.Candidate, 0, len(cand.zones))
 	for _, z := range cand.zones {
-		cs = append(cs, hold.Candidate{Zone: string(z), Region: cand.reps[z]})
+		cs = append(cs, hold.Candidate{Zone: string(z), Region: cand.rep(z, key)})
 	}
 	return hold.FormatCandidates(cs)
 }
