@@ -243,7 +243,7 @@ func (w *Webhook) placeBinding(ctx context.Context, raw []byte, b binding, ns, r
 	a[AnnotationCluster] = m.Name
 	held := mayWait && !b.suspended()
 	if ws == nil { // for a re-decision while held, and a failover (failover.go)
-		if c := clusterCandidatesOf(cand); c != "" {
+		if c := clusterCandidatesOf(cand, key); c != "" {
 			a[hold.AnnotationCandidates] = c
 		}
 	}
@@ -303,15 +303,22 @@ func (w *Webhook) bindingPower(a map[string]string, b binding, region string, wa
 }
 
 // clusterCandidatesOf are the member clusters of cand with their zones, as
-// hold.AnnotationCandidates ("" when there is one cluster).
-func clusterCandidatesOf(cand clusterCandidates) string {
-	var cs []hold.Candidate
+// hold.AnnotationCandidates ("" when there is one cluster). Beyond
+// hold.MaxCandidates members, each zone's is the one its binding key
+// goes to (clusterCandidates.in), as hold.Find then gives it.
+func clusterCandidatesOf(cand clusterCandidates, key string) string {
+	var all, one []hold.Candidate
 	for _, z := range cand.zones {
 		for _, m := range cand.members[z] {
-			cs = append(cs, memberCandidate(z, m))
+			all = append(all, memberCandidate(z, m))
 		}
+		m, _ := cand.in(z, key)
+		one = append(one, memberCandidate(z, m))
 	}
-	return hold.FormatCandidates(cs)
+	if len(all) > hold.MaxCandidates {
+		all = one
+	}
+	return hold.FormatCandidates(all)
 }
 
 // unplaced admits an object (a workload not held, a binding not placed)

@@ -105,20 +105,30 @@ type clusterCandidates struct {
 }
 
 // in returns the member cluster of zone z the binding key
-// (hold.WorkloadKey) goes to: of the zone's clusters, equally green, the
-// one hold.Find spreads it to, as the controller does when it moves the
-// binding to a zone; false when z is not a candidate.
+// (hold.WorkloadKey) goes to: the first of ranked; false when z is not a
+// candidate.
 func (c clusterCandidates) in(z forecast.Zone, key string) (MemberCluster, bool) {
+	r := c.ranked(z, key)
+	if len(r) == 0 {
+		return MemberCluster{}, false
+	}
+	return r[0], true
+}
+
+// ranked returns the member clusters of zone z, equally green, in the
+// order hold.Ranked gives for the binding key — the order the controller
+// moves it by, too.
+func (c clusterCandidates) ranked(z forecast.Zone, key string) []MemberCluster {
 	ms := c.members[z]
 	cs := make([]hold.Candidate, len(ms))
 	for i, m := range ms {
 		cs[i] = memberCandidate(z, m)
 	}
-	to, ok := hold.Find(cs, string(z), key, hold.Candidate{})
-	if !ok {
-		return MemberCluster{}, false
+	var out []MemberCluster
+	for _, to := range hold.Ranked(cs, string(z), key) {
+		out = append(out, ms[slices.IndexFunc(ms, func(m MemberCluster) bool { return m.Name == to.Cluster })])
 	}
-	return ms[slices.IndexFunc(ms, func(m MemberCluster) bool { return m.Name == to.Cluster })], true
+	return out
 }
 
 // memberCandidate is member cluster m of zone z as a hold.Candidate.

@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/carbongate/carbongate/forecast"
 	"github.com/carbongate/carbongate/gateway/hold"
@@ -126,5 +127,62 @@ func TestJobsOfOneZone(t *testing.T) {
 	}
 	if count["germanywc"] < 10 || count["germanyn"] < 10 || count["germanywc"]+count["germanyn"] != 40 {
 		t.Errorf("Jobs by region %v, want the 40 spread over germanywc and germanyn", count)
+	}
+	// Created with generateName, they have no name yet: the request's UID
+	// spreads them.
+	clear(count)
+	for i := range 40 {
+		j := job("batch", nil, false)
+		j.Name, j.GenerateName = "", "train-"
+		req := workloadRequest(t, admissionv1.Create, j, nil)
+		req.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		var held batchv1.Job
+		admitInto(t, w, req, &held)
+		count[held.Annotations[hold.AnnotationRegion]]++
+	}
+	if count["germanywc"] < 10 || count["germanyn"] < 10 {
+		t.Errorf("Jobs created with generateName by region %v, want them spread over germanywc and germanyn", count)
+	}
+}
+
+// TestManyMembersCandidates: more member clusters than hold.MaxCandidates
+// are recorded as one per zone, the one the binding goes to there; the
+// decided one is among them.
+func TestManyMembersCandidates(t *testing.T) {
+	t.Parallel()
+	var cand clusterCandidates
+	cand.members = map[forecast.Zone][]MemberCluster{}
+	for i := range hold.MaxCandidates + 1 {
+		z := forecast.Zone([]string{"NL", "DE", "GB"}[i%3])
+		cand.members[z] = append(cand.members[z], MemberCluster{Name: fmt.Sprintf("m%02d", i), Region: string(z)})
+	}
+	cand.zones = []forecast.Zone{"DE", "GB", "NL"}
+	cs, ok, err := hold.ParseCandidates(map[string]string{hold.AnnotationCandidates: clusterCandidatesOf(cand, "web/api")})
+	if err != nil || !ok || len(cs) != 3 {
+		t.Fatalf("candidates %v (%v %v), want one per zone", cs, ok, err)
+	}
+	for _, c := range cs {
+		if m, _ := cand.in(forecast.Zone(c.Zone), "web/api"); m.Name != c.Cluster {
+			t.Errorf("%s's candidate %s, want %s, where the binding goes there", c.Zone, c.Cluster, m.Name)
+		}
+	}
+}
+
+// TestDividedOverOneZone: a Divided binding whose spread needs two
+// clusters, and whose allowed members are two of the cleanest zone and one
+// of a dirtier zone, is weighted over the two of the cleanest zone.
+func TestDividedOverOneZone(t *testing.T) {
+	t.Parallel()
+	deadline := map[string]string{hold.AnnotationDeadline: t0.Add(10 * time.Hour).Format(time.RFC3339), hold.AnnotationDuration: "PT2H"}
+	fed := fakeFederation{clusters: twoInNL(), workloads: map[string]map[string]string{"web/api": deadline}}
+	w := newBindingHook(t, &fakeScheduler{means: map[forecast.Zone]float64{"NL": 100, "GB": 400}}, Bindings{Federation: fed})
+	spread := `{"clusterAffinity":{"clusterNames":["m1","m3","m7"]},"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Aggregated"},` +
+		`"spreadConstraints":[{"spreadByField":"cluster","minGroups":2,"maxGroups":2}]}`
+	obj := bindingObject(t, "web", "api", spread, nil)
+	obj["spec"].(map[string]any)["replicas"] = 4
+	var got dividedOut
+	admitInto(t, w, bindingRequest(t, admissionv1.Create, obj, nil), &got)
+	if ws := weightsOf(t, got); len(ws) != 2 || ws["m1"]+ws["m7"] != 4 {
+		t.Errorf("weights %v (unscheduled %q), want the 4 replicas over m1 and m7, both NL", ws, got.Metadata.Annotations[AnnotationUnscheduled])
 	}
 }

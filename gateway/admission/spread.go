@@ -63,7 +63,7 @@ func (b binding) divided() bool {
 // their weights, or says why it cannot: the greenest cluster is d's; when
 // the spread constraints need more groups, the forecast of every
 // candidate zone over d's window decides which clusters are added (in
-// each zone, the cluster clusterCandidates.in gives for key).
+// each zone, in the order clusterCandidates.ranked gives for key).
 func (w *Webhook) weigh(ctx context.Context, sched Scheduler, b binding, key string, cand clusterCandidates, d gateway.Decision, dur time.Duration) ([]weighted, string) {
 	first, _ := cand.in(d.Decision.Zone, key)
 	cons := b.Spec.Placement.SpreadConstraints
@@ -84,16 +84,17 @@ func (w *Webhook) weigh(ctx context.Context, sched Scheduler, b binding, key str
 	slices.SortStableFunc(order, func(x, y forecast.Zone) int { return cmp.Compare(means[x], means[y]) })
 	chosen := []MemberCluster{first}
 	for _, z := range order {
-		m, _ := cand.in(z, key)
-		if z == d.Decision.Zone || !addsGroup(cons, chosen, m) {
-			continue
-		}
-		chosen = append(chosen, m)
-		if spreadSatisfied(cons, chosen) {
-			return weights(chosen, b.Spec.Replicas), ""
+		for _, m := range cand.ranked(z, key) {
+			if m.Name == first.Name || !addsGroup(cons, chosen, m) {
+				continue
+			}
+			chosen = append(chosen, m)
+			if spreadSatisfied(cons, chosen) {
+				return weights(chosen, b.Spec.Replicas), ""
+			}
 		}
 	}
-	return nil, fmt.Sprintf("the spread constraints need more groups than the candidate clusters of distinct grid zones (%d) give", len(cand.zones))
+	return nil, fmt.Sprintf("the spread constraints need more groups than the candidate clusters (in %d grid zones) give", len(cand.zones))
 }
 
 // weights divides replicas over clusters (the greenest first) for the

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,6 +70,10 @@ type workload struct {
 	// pods is how many of its pods run at once: a Job's parallelism
 	// (within its completions), a Pod's 1.
 	pods int32
+	// key is what it is spread by over the regions of a zone
+	// (candidates.rep): its namespace and name, or, created with
+	// generateName (no name yet), that and the admission request's UID.
+	key string
 }
 
 // decideWorkload holds a Job or bare Pod that opted in (see package hold).
@@ -113,6 +118,7 @@ func (w *Webhook) decideWorkload(ctx context.Context, req *admissionv1.Admission
 	}
 	mode, warning := w.mode(req.Namespace, nsLabels)
 	subject := hold.Subject{Kind: req.Kind.Kind, Namespace: req.Namespace, Name: wl.meta.Name, GenerateName: wl.meta.GenerateName}
+	wl.key = hold.WorkloadKey(req.Namespace, cmp.Or(wl.meta.Name, wl.meta.GenerateName+string(req.UID)))
 	o := w.placeWorkload(ctx, req.Object.Raw, wl, subject, win, watts, requestID, sched)
 	o.warnings = append(o.warnings, win.warnings...)
 	if warning != "" {
@@ -152,8 +158,7 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 		}
 		return unplaced(raw, w.failed(err, object{}).message)
 	}
-	key := hold.WorkloadKey(subject.Namespace, subject.Name)
-	region := cand.rep(d.Decision.Zone, key)
+	region := cand.rep(d.Decision.Zone, wl.key)
 	estimated := false
 	if watts == 0 {
 		watts, estimated = w.sizedPower(wl, region)
@@ -176,7 +181,7 @@ func (w *Webhook) placeWorkload(ctx context.Context, raw []byte, wl workload, su
 	promise(a, d, watts, dur)
 	pinned := len(cand.regions) > 1 && region != ""
 	if pinned && wl.movable {
-		if c := regionCandidates(cand, key); c != "" {
+		if c := regionCandidates(cand, wl.key); c != "" {
 			a[hold.AnnotationCandidates] = c
 		}
 	}

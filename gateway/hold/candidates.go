@@ -93,24 +93,29 @@ func Zones(cs []Candidate) []string {
 
 // Find returns the candidate of zone in cs for the workload key
 // (WorkloadKey): from when it is of that zone (a workload keeps its
-// place); else, of the zone's candidates, the one of highest spreadHash
-// for key.
+// place); else the first of Ranked.
 func Find(cs []Candidate, zone, key string, from Candidate) (Candidate, bool) {
-	var best Candidate
-	var bestHash uint64
-	found := false
+	r := Ranked(cs, zone, key)
+	if len(r) == 0 {
+		return Candidate{}, false
+	}
+	if i := slices.Index(r, from); i >= 0 {
+		return from, true
+	}
+	return r[0], true
+}
+
+// Ranked returns the candidates of zone in cs, equally green, in the
+// order the workload key prefers them: highest spreadHash first.
+func Ranked(cs []Candidate, zone, key string) []Candidate {
+	var in []Candidate
 	for _, c := range cs {
-		if c.Zone != zone {
-			continue
-		}
-		if c == from {
-			return c, true
-		}
-		if h := spreadHash(key, c); !found || h > bestHash {
-			best, bestHash, found = c, h, true
+		if c.Zone == zone {
+			in = append(in, c)
 		}
 	}
-	return best, found
+	slices.SortStableFunc(in, func(a, b Candidate) int { return cmp.Compare(spreadHash(key, b), spreadHash(key, a)) })
+	return in
 }
 
 // WorkloadKey is the key Find spreads a workload by.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -64,10 +65,11 @@ func testRedecideMember(t *testing.T, f *Federation) {
 	if a[admission.AnnotationCluster] == worst.Name {
 		t.Fatalf("the webhook placed travel-job in %s, the worst zone's member: nothing to move from", worst.Name)
 	}
-	from, ok := hold.Find(cands, memberZone(t, worst))
-	if !ok {
-		t.Fatalf("candidates %v lack %s", cands, worst.Name)
+	i := slices.IndexFunc(cands, func(c hold.Candidate) bool { return c.Cluster == worst.Name })
+	if i < 0 || cands[i].Zone != string(memberZone(t, worst)) {
+		t.Fatalf("candidates %v lack %s in its zone", cands, worst.Name)
 	}
+	from := cands[i]
 	moved := decided
 	moved.Zone, moved.Region, moved.Start = from.Zone, from.Region, decided.ReleaseBy
 	turn := nextHour(clk.replay) // when the controller re-decides

@@ -63,7 +63,7 @@ func (e *ctlEnv) testMovedOff(t *testing.T, g *gate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	to, ok := hold.Find(cands, moved.Zone)
+	to, ok := hold.Find(cands, moved.Zone, "", hold.Candidate{})
 	if !ok || moved.Zone == "DE" || moved.Region != to.Region || !moved.Start.Equal(start) {
 		evs, _ := e.c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		for _, ev := range evs.Items {

@@ -136,7 +136,7 @@ func (e *ctlEnv) testRedecidePlace(t *testing.T, g *gate) {
 	if !(best.mean < 0.8*held.mean) {
 		t.Fatalf("the candidates' best windows %+v and %+v are within 20%%: too close to test a move of place", best, held)
 	}
-	heldCand, _ := hold.Find(cands, held.zone)
+	heldCand, _ := hold.Find(cands, held.zone, "", hold.Candidate{})
 	d := hold.Decision{Region: heldCand.Region, Zone: held.zone, Start: held.start, ReleaseBy: to.Add(-time.Hour)}
 	a := d.Annotations()
 	a[hold.AnnotationCandidates] = hold.FormatCandidates(cands)
@@ -172,7 +172,7 @@ func (e *ctlEnv) testRedecidePlace(t *testing.T, g *gate) {
 		return e.signer.Verify(hold.Subject{Kind: "Job", Namespace: ns, Name: "travel"}, got.Annotations)
 	})
 	t.Logf("held in %s at %v (%.0f gCO2eq/kWh, %s's best %.0f), moved to %s at %v", held.zone, held.start.Format(time.RFC3339), held.mean, best.zone, best.mean, moved.Zone, moved.Start.Format(time.RFC3339))
-	to2, ok := hold.Find(cands, moved.Zone)
+	to2, ok := hold.Find(cands, moved.Zone, "", hold.Candidate{})
 	if !ok || moved.Region != to2.Region || moved.Start.After(d.ReleaseBy) || !moved.ReleaseBy.Equal(d.ReleaseBy) {
 		t.Errorf("moved to %+v, want a candidate's zone and region, by the release-by %v", moved, d.ReleaseBy)
 	}
