@@ -307,18 +307,20 @@ func (w *Webhook) bindingPower(a map[string]string, b binding, region string, wa
 // hold.MaxCandidates members, each zone's is the one its binding key
 // goes to (clusterCandidates.in), as hold.Find then gives it.
 func clusterCandidatesOf(cand clusterCandidates, key string) string {
-	var all, one []hold.Candidate
+	var cs []hold.Candidate
 	for _, z := range cand.zones {
 		for _, m := range cand.members[z] {
-			all = append(all, memberCandidate(z, m))
+			cs = append(cs, memberCandidate(z, m))
 		}
-		m, _ := cand.in(z, key)
-		one = append(one, memberCandidate(z, m))
 	}
-	if len(all) > hold.MaxCandidates {
-		all = one
+	if len(cs) > hold.MaxCandidates {
+		cs = cs[:0]
+		for _, z := range cand.zones {
+			m, _ := cand.in(z, key)
+			cs = append(cs, memberCandidate(z, m))
+		}
 	}
-	return hold.FormatCandidates(all)
+	return hold.FormatCandidates(cs)
 }
 
 // unplaced admits an object (a workload not held, a binding not placed)

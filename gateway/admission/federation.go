@@ -119,16 +119,7 @@ func (c clusterCandidates) in(z forecast.Zone, key string) (MemberCluster, bool)
 // order hold.Ranked gives for the binding key — the order the controller
 // moves it by, too.
 func (c clusterCandidates) ranked(z forecast.Zone, key string) []MemberCluster {
-	ms := c.members[z]
-	cs := make([]hold.Candidate, len(ms))
-	for i, m := range ms {
-		cs[i] = memberCandidate(z, m)
-	}
-	var out []MemberCluster
-	for _, to := range hold.Ranked(cs, string(z), key) {
-		out = append(out, ms[slices.IndexFunc(ms, func(m MemberCluster) bool { return m.Name == to.Cluster })])
-	}
-	return out
+	return hold.Ranked(c.members[z], key, func(m MemberCluster) hold.Candidate { return memberCandidate(z, m) })
 }
 
 // memberCandidate is member cluster m of zone z as a hold.Candidate.

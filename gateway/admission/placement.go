@@ -23,15 +23,14 @@ type candidates struct {
 }
 
 // rep returns the region of zone z a workload key (hold.WorkloadKey) is
-// pinned to: of the zone's regions, equally green, the one hold.Find
-// spreads it to ("" when z has none).
+// pinned to: of the zone's regions, equally green, the first hold.Ranked
+// gives for it ("" when z has none).
 func (c candidates) rep(z forecast.Zone, key string) string {
-	var cs []hold.Candidate
-	for _, r := range c.inZone[z] {
-		cs = append(cs, hold.Candidate{Zone: string(z), Region: r})
+	r := hold.Ranked(c.inZone[z], key, func(r string) hold.Candidate { return hold.Candidate{Zone: string(z), Region: r} })
+	if len(r) == 0 {
+		return ""
 	}
-	to, _ := hold.Find(cs, string(z), key, hold.Candidate{})
-	return to.Region
+	return r[0]
 }
 
 // workloadCandidates returns the regions the pod spec ps may run in: the

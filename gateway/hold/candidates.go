@@ -93,29 +93,31 @@ func Zones(cs []Candidate) []string {
 
 // Find returns the candidate of zone in cs for the workload key
 // (WorkloadKey): from when it is of that zone (a workload keeps its
-// place); else the first of Ranked.
+// place); else the first of them Ranked gives for key.
 func Find(cs []Candidate, zone, key string, from Candidate) (Candidate, bool) {
-	r := Ranked(cs, zone, key)
-	if len(r) == 0 {
-		return Candidate{}, false
-	}
-	if i := slices.Index(r, from); i >= 0 {
-		return from, true
-	}
-	return r[0], true
-}
-
-// Ranked returns the candidates of zone in cs, equally green, in the
-// order the workload key prefers them: highest spreadHash first.
-func Ranked(cs []Candidate, zone, key string) []Candidate {
 	var in []Candidate
 	for _, c := range cs {
 		if c.Zone == zone {
 			in = append(in, c)
 		}
 	}
-	slices.SortStableFunc(in, func(a, b Candidate) int { return cmp.Compare(spreadHash(key, b), spreadHash(key, a)) })
-	return in
+	if len(in) == 0 {
+		return Candidate{}, false
+	}
+	if slices.Contains(in, from) {
+		return from, true
+	}
+	return Ranked(in, key, func(c Candidate) Candidate { return c })[0], true
+}
+
+// Ranked returns places (equally green: of one grid zone), each the
+// candidate place gives, in the order the workload key prefers them:
+// highest spreadHash first. The webhook ranks its member clusters and
+// regions by it, and Find the recorded candidates, so both pick alike.
+func Ranked[T any](places []T, key string, place func(T) Candidate) []T {
+	return slices.SortedStableFunc(slices.Values(places), func(a, b T) int {
+		return cmp.Compare(spreadHash(key, place(b)), spreadHash(key, place(a)))
+	})
 }
 
 // WorkloadKey is the key Find spreads a workload by.
