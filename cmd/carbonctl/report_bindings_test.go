@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -54,18 +51,9 @@ func TestReportBindings(t *testing.T) {
 		reportBinding("web-deployment", "apps/v1", "Deployment", t0, nil))
 	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(), nil },
 		dynamic: func(string) (dynamic.Interface, error) { return dyn, nil }}
-	var out, errOut bytes.Buffer
-	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
-		t.Fatalf("%v: %s", err, errOut.String())
-	}
-	if !strings.Contains(errOut.String(), "skipped ResourceBinding fed/web-deployment") {
-		t.Errorf("stderr %q does not say the Deployment's binding was skipped", errOut.String())
-	}
-	var doc struct {
-		Workloads []map[string]any `json:"workloads"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
+	doc, stderr := reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled")
+	if !strings.Contains(stderr, "skipped ResourceBinding fed/web-deployment") {
+		t.Errorf("stderr %q does not say the Deployment's binding was skipped", stderr)
 	}
 	if len(doc.Workloads) != 1 {
 		t.Fatalf("workloads %v, want the Job's binding only", doc.Workloads)
@@ -82,13 +70,8 @@ func TestReportBindings(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(bindingResource.GroupResource(), "", errors.New("no rights"))
 	})
 	env.dynamic = func(string) (dynamic.Interface, error) { return denied, nil }
-	out.Reset()
-	errOut.Reset()
-	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
-		t.Fatalf("forbidden: %v: %s", err, errOut.String())
-	}
-	if !strings.Contains(errOut.String(), "not allowed to list them") {
-		t.Errorf("stderr %q does not say the bindings could not be listed", errOut.String())
+	if _, stderr := reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled"); !strings.Contains(stderr, "not allowed to list them") {
+		t.Errorf("stderr %q does not say the bindings could not be listed", stderr)
 	}
 
 	// Not Karmada's API server: no ResourceBindings, no error.
@@ -98,10 +81,7 @@ func TestReportBindings(t *testing.T) {
 		return true, nil, apierrors.NewNotFound(bindingResource.GroupResource(), "")
 	})
 	env.dynamic = func(string) (dynamic.Interface, error) { return plain, nil }
-	out.Reset()
-	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
-		t.Fatalf("%v: %s", err, errOut.String())
-	}
+	reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled")
 }
 
 // TestReportReplay: workloads decided under a replay clock carry the
@@ -118,18 +98,8 @@ func TestReportReplay(t *testing.T) {
 		map[schema.GroupVersionResource]string{bindingResource: "ResourceBindingList"}, reportBinding("render-job", "batch/v1", "Job", wall, run))
 	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(), nil },
 		dynamic: func(string) (dynamic.Interface, error) { return dyn, nil }}
-	var out, errOut bytes.Buffer
-	args := []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json",
-		"--replay-start", replay.Format(time.RFC3339), "--replay-anchor", wall.Format(time.RFC3339Nano), "--replay-speed", "360"}
-	if err := reportWith(context.Background(), args, &out, &errOut, env); err != nil {
-		t.Fatalf("%v: %s", err, errOut.String())
-	}
-	var doc struct {
-		Workloads []map[string]any `json:"workloads"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc, _ := reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled",
+		"--replay-start", replay.Format(time.RFC3339), "--replay-anchor", wall.Format(time.RFC3339Nano), "--replay-speed", "360")
 	if len(doc.Workloads) != 1 {
 		t.Fatalf("workloads %v", doc.Workloads)
 	}

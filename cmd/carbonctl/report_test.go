@@ -47,24 +47,34 @@ func reportObjects(t0 time.Time) []runtime.Object {
 	return []runtime.Object{done, waiting, gone, pod, bad}
 }
 
+// reportDoc is what the tests read of report's JSON output.
+type reportDoc struct {
+	Workloads []map[string]any `json:"workloads"`
+	Totals    []map[string]any `json:"totals"`
+}
+
+// reportedJSON runs report with args and --output json against env and
+// returns its document and what it wrote to stderr; an error fails t.
+func reportedJSON(t *testing.T, env reportEnv, args ...string) (reportDoc, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if err := reportWith(context.Background(), append(args, "--output", "json"), &out, &errOut, env); err != nil {
+		t.Fatalf("%v: %v: %s", args, err, errOut.String())
+	}
+	var doc reportDoc
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc, errOut.String()
+}
+
 func TestReportBundled(t *testing.T) {
 	t0 := time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)
 	cs := fake.NewSimpleClientset(reportObjects(t0)...)
 	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return cs, nil }}
-	var out, errOut bytes.Buffer
-	err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json", "--from", "2021-06-01", "--to", "2021-06-02"}, &out, &errOut, env)
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut.String())
-	}
-	if !strings.Contains(errOut.String(), "skipped Job team/bad: annotation "+hold.AnnotationZone) {
-		t.Errorf("stderr %q does not say the bad Job was skipped", errOut.String())
-	}
-	var doc struct {
-		Workloads []map[string]any `json:"workloads"`
-		Totals    []map[string]any `json:"totals"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
+	doc, stderr := reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled", "--from", "2021-06-01", "--to", "2021-06-02")
+	if !strings.Contains(stderr, "skipped Job team/bad: annotation "+hold.AnnotationZone) {
+		t.Errorf("stderr %q does not say the bad Job was skipped", stderr)
 	}
 	tables, err := bundled.Load()
 	if err != nil {
@@ -84,7 +94,7 @@ func TestReportBundled(t *testing.T) {
 		byName[w["name"].(string)] = w
 	}
 	if len(byName) != 4 {
-		t.Fatalf("%d workloads, want 4: %s", len(byName), out.String())
+		t.Fatalf("%d workloads, want 4: %v", len(byName), doc.Workloads)
 	}
 	done := byName["done"]
 	// ran 10:00–12:00; at admission it would have run 00:00–02:00.
@@ -167,17 +177,7 @@ func TestReportShadow(t *testing.T) {
 	done := reportObjects(t0)[0]
 	cs := fake.NewSimpleClientset(shadow, done)
 	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return cs, nil }}
-	var out, errOut bytes.Buffer
-	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
-		t.Fatalf("%v: %s", err, errOut.String())
-	}
-	var doc struct {
-		Workloads []map[string]any `json:"workloads"`
-		Totals    []map[string]any `json:"totals"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc, _ := reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled")
 	byName := map[string]map[string]any{}
 	for _, w := range doc.Workloads {
 		byName[w["name"].(string)] = w
@@ -218,17 +218,7 @@ func TestReportBaselineZone(t *testing.T) {
 		base  forecast.Zone
 	}{{nil, "PL"}, {[]string{"--baseline-zone", "DE"}, "DE"}} {
 		env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(moved), nil }}
-		var out, errOut bytes.Buffer
-		args := append([]string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, tc.flags...)
-		if err := reportWith(context.Background(), args, &out, &errOut, env); err != nil {
-			t.Fatalf("%v: %v: %s", tc.flags, err, errOut.String())
-		}
-		var doc struct {
-			Workloads []map[string]any `json:"workloads"`
-		}
-		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-			t.Fatal(err)
-		}
+		doc, _ := reportedJSON(t, env, append([]string{"--kubeconfig", "x", "--data", "bundled"}, tc.flags...)...)
 		w := doc.Workloads[0]
 		if w["baseline_zone"] != string(tc.base) || !near(w["realized_g"], sum("SE", 10, 12)) || !near(w["run_at_admission_g"], sum(tc.base, 0, 2)) {
 			t.Errorf("%v: %v, want run at admission in %s: %v g, realized in SE %v g", tc.flags, w, tc.base, sum(tc.base, 0, 2), sum("SE", 10, 12))
@@ -244,16 +234,7 @@ func TestReportEstimatedPower(t *testing.T) {
 	delete(m.Annotations, hold.AnnotationPowerWatts)
 	j := &batchv1.Job{ObjectMeta: m, Status: batchv1.JobStatus{StartTime: tp(t0.Add(10 * time.Hour)), CompletionTime: tp(t0.Add(12 * time.Hour))}}
 	env := reportEnv{kube: func(string) (kubernetes.Interface, error) { return fake.NewSimpleClientset(j), nil }}
-	var out, errOut bytes.Buffer
-	if err := reportWith(context.Background(), []string{"--kubeconfig", "x", "--data", "bundled", "--output", "json"}, &out, &errOut, env); err != nil {
-		t.Fatalf("%v: %s", err, errOut.String())
-	}
-	var doc struct {
-		Workloads []map[string]any `json:"workloads"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc, _ := reportedJSON(t, env, "--kubeconfig", "x", "--data", "bundled")
 	if w := doc.Workloads[0]; w["status"] != "realized" || w["power_watts"] != 37.5 || w["power_source"] != "estimated" || !near(w["energy_kwh"], 0.075) {
 		t.Errorf("%v, want realized at 37.5 W estimated (0.075 kWh)", w)
 	}
